@@ -1,0 +1,33 @@
+# One entry point for newcomers and CI: `make demo`, `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+
+export PYSPARK_PYTHON := $(abspath $(PY))
+export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+
+.PHONY: demo test bench check-java clean
+
+$(STAMP): pyproject.toml constraints.txt | check-java
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -c constraints.txt -e '.[test]'
+	touch $(STAMP)
+
+check-java:
+	@command -v java >/dev/null 2>&1 || { echo "ERROR: Java not found. Spark 4 needs Java 17 or newer on PATH (e.g. apt-get install openjdk-17-jre-headless)." >&2; exit 1; }
+	@v=$$(java -version 2>&1 | sed -n 's/.*version "\([0-9]*\).*/\1/p' | head -1); \
+	if [ -z "$$v" ] || [ "$$v" -lt 17 ]; then echo "ERROR: Java $$v found; Spark 4 needs Java 17 or newer." >&2; exit 1; fi
+
+demo: $(STAMP)
+	$(PY) -m dags.demo
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+bench: $(STAMP)
+	$(PY) benchmarks/analyzer_bench.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache

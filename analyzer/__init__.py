@@ -1,0 +1,25 @@
+"""State-compatibility analysis of Flink-dialect streaming window SQL.
+
+``compare(old_sql, new_sql)`` returns a :class:`Report` whose ``verdict`` says whether a job can
+restart from its checkpoint after the change (FULL / PARTIAL), must clear its state (INCOMPATIBLE),
+or needs a human (UNKNOWN).
+"""
+
+from analyzer.build import build, build_file
+from analyzer.compare import compare, compare_models
+from analyzer.errors import SQLModelError
+from analyzer.model import JobModel
+from analyzer.report import AggregatePlan, Finding, Report, Verdict
+
+__all__ = [
+    "AggregatePlan",
+    "Finding",
+    "JobModel",
+    "Report",
+    "SQLModelError",
+    "Verdict",
+    "build",
+    "build_file",
+    "compare",
+    "compare_models",
+]

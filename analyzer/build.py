@@ -1,0 +1,240 @@
+"""SQL script → :class:`JobModel`. Parsing happens here and only here (parse once).
+
+A script is split into statements on the tokenizer's semicolons, so every error can name the line of
+the statement it comes from; each statement is parsed with the ``flink`` dialect and dispatched by
+type: DDL fills the catalog, ``SET`` fills settings, ``INSERT INTO`` / ``SELECT`` become pipelines.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from sqlglot import exp
+from sqlglot.errors import ParseError, TokenError
+from sqlglot.tokens import Token, TokenType
+
+from analyzer.dialect import Flink, FunctionLanguage
+from analyzer.errors import SQLModelError
+from analyzer.intervals import interval_ms
+from analyzer.lineage import Relation, Resolver
+from analyzer.model import Column, Function, JobModel, Output, Pipeline, Resolved, Table, View
+
+_DIALECT = Flink()
+
+
+@dataclass(frozen=True)
+class Statement:
+    node: exp.Expression
+    line: int
+    text: str
+
+
+def parse_statements(sql: str, source: str = "<sql>") -> list[Statement]:
+    """Parse a script into located statements; errors carry file, line and column."""
+    try:
+        tokens = _DIALECT.tokenize(sql)
+    except TokenError as error:
+        raise SQLModelError(f"cannot tokenize: {error}", source=source) from None
+    statements: list[Statement] = []
+    for chunk in _split(tokens):
+        text = sql[chunk[0].start : chunk[-1].end + 1]
+        try:
+            nodes = _DIALECT.parser().parse(chunk, sql)
+        except ParseError as error:
+            detail = error.errors[0] if error.errors else {}
+            raise SQLModelError(
+                f"syntax error: {detail.get('description', str(error))}",
+                source=source,
+                line=detail.get("line"),
+                col=detail.get("col"),
+                clause=_first_line(text),
+            ) from None
+        statements.extend(Statement(n, chunk[0].line, text) for n in nodes if n is not None)
+    return statements
+
+
+def _split(tokens: list[Token]) -> list[list[Token]]:
+    chunks: list[list[Token]] = [[]]
+    for token in tokens:
+        if token.token_type == TokenType.SEMICOLON:
+            chunks.append([])
+        else:
+            chunks[-1].append(token)
+    return [c for c in chunks if c]
+
+
+def _first_line(text: str) -> str:
+    line = text.strip().splitlines()[0] if text.strip() else ""
+    return line[:80]
+
+
+def build(sql: str, source: str = "<sql>") -> JobModel:
+    """The job model of a whole script."""
+    if not sql.strip():
+        raise SQLModelError("the script is empty", source=source)
+    statements = parse_statements(sql, source)
+    if not statements:
+        raise SQLModelError("the script has no statements (only comments)", source=source)
+    tables: dict[str, Table] = {}
+    views: dict[str, exp.Query] = {}
+    view_models: dict[str, View] = {}
+    functions: dict[str, Function] = {}
+    settings: dict[str, str] = {}
+    queries: list[tuple[Statement, str | None, exp.Expression]] = []
+    for statement in statements:
+        try:
+            _dispatch(statement, tables, views, view_models, functions, settings, queries)
+        except SQLModelError as error:
+            raise _locate(error, source, statement) from None
+    resolver = Resolver(tables, views, functions)
+    pipelines: list[Pipeline] = []
+    for index, (statement, sink, query) in enumerate(queries, start=1):
+        try:
+            relation = resolver.query(query)
+        except SQLModelError as error:
+            raise _locate(error, source, statement) from None
+        pipelines.append(_pipeline(relation, sink, index, statement))
+    return JobModel(
+        tables=tables, views=view_models, functions=functions, settings=settings,
+        pipelines=tuple(pipelines), source=source,
+    )
+
+
+def build_file(path: str | Path) -> JobModel:
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as error:
+        raise SQLModelError(f"cannot read the file: {error}", source=str(path)) from None
+    return build(text, source=str(path))
+
+
+def _locate(error: SQLModelError, source: str, statement: Statement) -> SQLModelError:
+    return SQLModelError(
+        error.message,
+        source=source,
+        line=error.line or statement.line,
+        col=error.col,
+        clause=error.clause or _first_line(statement.text),
+    )
+
+
+def _dispatch(statement, tables, views, view_models, functions, settings, queries) -> None:
+    node = statement.node
+    if isinstance(node, exp.Create):
+        kind = (node.args.get("kind") or "").upper()
+        if kind == "TABLE":
+            table = _table(node, statement.line)
+            tables[table.name] = table
+        elif kind == "VIEW":
+            name = node.this.name
+            views[name] = node.expression
+            view_models[name] = View(name, node.expression.sql(dialect=Flink))
+        elif kind == "FUNCTION":
+            function = _function(node)
+            functions[function.name] = function
+        else:
+            raise SQLModelError(f"unsupported statement CREATE {kind}")
+    elif isinstance(node, exp.Set):
+        for item in node.expressions:
+            assignment = item.this
+            if not isinstance(assignment, exp.EQ):
+                raise SQLModelError("SET expects 'key' = 'value'")
+            settings[assignment.this.name] = assignment.expression.name
+    elif isinstance(node, exp.Insert):
+        target = node.this
+        sink = target.this.name if isinstance(target, exp.Schema) else target.name
+        queries.append((statement, sink, node.expression))
+    elif isinstance(node, (exp.Select, exp.Subquery)):
+        queries.append((statement, None, node))
+    elif isinstance(node, exp.Query):
+        raise SQLModelError(f"unsupported query form {node.key.upper()}: only SELECT queries are supported")
+    else:
+        raise SQLModelError(
+            f"unsupported statement {_first_line(statement.text).split(' ')[0].upper()}: expected "
+            "CREATE TABLE / TEMPORARY VIEW / FUNCTION, SET, INSERT INTO or SELECT"
+        )
+
+
+def _table(node: exp.Create, line: int) -> Table:
+    schema = node.this
+    if not isinstance(schema, exp.Schema):
+        raise SQLModelError("CREATE TABLE needs a column list")
+    name = schema.this.name
+    columns: list[Column] = []
+    rowtime = proctime = None
+    watermark = None
+    delay = None
+    raw = {e.name: e for e in schema.expressions if isinstance(e, exp.ColumnDef)}
+    for element in schema.expressions:
+        if isinstance(element, exp.ColumnDef):
+            computed = next(
+                (c.args["kind"].this for c in element.args.get("constraints") or []
+                 if isinstance(c.args.get("kind"), exp.ComputedColumnConstraint)),
+                None,
+            )
+            if computed is not None and _is_proctime(computed):
+                proctime = element.name
+            resolved = None
+            if computed is not None:
+                expr = computed.copy().transform(
+                    lambda n: exp.column(n.name, table=name) if isinstance(n, exp.Column) and n.name in raw else n
+                )
+                resolved = Resolved.of(expr, computed)
+            kind = element.args.get("kind")
+            columns.append(Column(element.name, kind.sql(dialect=Flink) if kind else None, resolved))
+        elif isinstance(element, exp.WatermarkColumnConstraint):
+            rowtime = element.this.name
+            if rowtime not in raw:
+                raise SQLModelError(f"WATERMARK FOR {rowtime}: no such column in {name}")
+            strategy = element.expression
+            watermark = Resolved.of(strategy, strategy)
+            delay = _watermark_delay(strategy, rowtime)
+    options = {}
+    properties = node.args.get("properties")
+    for prop in properties.expressions if properties else []:
+        if isinstance(prop, exp.Property):
+            options[prop.name] = prop.args["value"].name
+    return Table(name, tuple(columns), options, rowtime, watermark, delay, proctime, line)
+
+
+def _is_proctime(node: exp.Expression) -> bool:
+    return isinstance(node, exp.Anonymous) and node.name.upper() == "PROCTIME"
+
+
+def _watermark_delay(strategy: exp.Expression, rowtime: str) -> int | None:
+    """Delay of ``ts - INTERVAL ...`` (0 for ``ts``); None for strategies Spark cannot express."""
+    if isinstance(strategy, exp.Column) and strategy.name == rowtime:
+        return 0
+    if isinstance(strategy, exp.Sub) and isinstance(strategy.this, exp.Column) \
+            and strategy.this.name == rowtime and isinstance(strategy.expression, exp.Interval):
+        return interval_ms(strategy.expression)
+    return None
+
+
+def _function(node: exp.Create) -> Function:
+    language = "JAVA"
+    properties = node.args.get("properties")
+    for prop in properties.expressions if properties else []:
+        if isinstance(prop, FunctionLanguage):
+            language = prop.this.name.upper()
+    class_name = node.expression.name if isinstance(node.expression, exp.Literal) else ""
+    return Function(node.this.name, class_name, language)
+
+
+def _pipeline(relation: Relation, sink: str | None, index: int, statement: Statement) -> Pipeline:
+    outputs = tuple(relation.outputs) or tuple(
+        Output(n, Resolved.of(relation.columns[n]), "expression") for n in relation.names
+    )
+    return Pipeline(
+        name=sink or f"select#{index}",
+        sink=sink,
+        aggregate=relation.aggregate,
+        topn=relation.topn,
+        outputs=outputs,
+        functions_used=tuple(dict.fromkeys(relation.functions_used)),
+        line=statement.line,
+        written=statement.text,
+        unsupported=tuple(relation.unsupported),
+    )

@@ -1,0 +1,129 @@
+"""``compare(old_sql, new_sql)``: match pipelines, apply the seed rule set that fits each, report."""
+
+from __future__ import annotations
+
+from analyzer.build import build
+from analyzer.model import JobModel, Pipeline, WindowAggregate
+from analyzer.report import AggregatePlan, Finding, Report, Verdict
+from analyzer.rules import coverage, group_window, shared, window_topn, window_tvf
+from analyzer.rules.shared import FULL, UNKNOWN, Change
+
+
+def compare(old_sql: str, new_sql: str, *, old_source: str = "old", new_source: str = "new") -> Report:
+    """Compare two versions of a job script. Raises :class:`SQLModelError` on invalid SQL."""
+    return compare_models(build(old_sql, old_source), build(new_sql, new_source))
+
+
+def compare_models(old: JobModel, new: JobModel) -> Report:
+    findings: list[Finding] = []
+    plans: list[tuple[str, AggregatePlan]] = []
+    pairs, unmatched = _match(old, new)
+    findings += unmatched
+    for old_p, new_p in pairs:
+        pipeline_findings, plan = _compare_pipeline(Change(old_p, new_p, old, new))
+        findings += [_tag(f, old_p.name if len(pairs) > 1 else "") for f in pipeline_findings]
+        plans.append((old_p.name, plan))
+    findings += coverage.settings(old, new)
+    if not pairs and not unmatched:
+        findings.append(Finding("stategate.no-pipeline", UNKNOWN,
+                                "neither script has an INSERT INTO or SELECT to compare"))
+    report = Report(tuple(findings))
+    return Report(tuple(findings), _merge_plans(plans, report.verdict, len(plans) > 1))
+
+
+def _match(old: JobModel, new: JobModel) -> tuple[list[tuple[Pipeline, Pipeline]], list[Finding]]:
+    """Pipelines match by sink table; bare SELECTs match by position."""
+    pairs: list[tuple[Pipeline, Pipeline]] = []
+    findings: list[Finding] = []
+    old_by_name = {p.name: p for p in old.pipelines}
+    new_by_name = {p.name: p for p in new.pipelines}
+    if len(old.pipelines) == len(new.pipelines) == 1 and old.pipelines[0].sink is None \
+            and new.pipelines[0].sink is None:
+        return [(old.pipelines[0], new.pipelines[0])], []
+    for name, pipeline in old_by_name.items():
+        if name in new_by_name:
+            pairs.append((pipeline, new_by_name[name]))
+        else:
+            findings.append(Finding("stategate.pipeline.removed", UNKNOWN,
+                                    f"pipeline {name} has no counterpart in the new SQL (was its sink renamed?)",
+                                    _first_line(pipeline.written), "", name))
+    for name, pipeline in new_by_name.items():
+        if name not in old_by_name:
+            findings.append(Finding("stategate.pipeline.added", UNKNOWN,
+                                    f"pipeline {name} is new: it has no checkpointed state to match",
+                                    "", _first_line(pipeline.written), name))
+    return pairs, findings
+
+
+def _first_line(text: str) -> str:
+    return " ".join(text.split())[:100]
+
+
+def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
+    old, new = change.old, change.new
+    if old.aggregate is None or new.aggregate is None:
+        if old.aggregate is None and new.aggregate is None:
+            return [Finding("stategate.no-window-aggregation", UNKNOWN,
+                            "no window aggregation in this query: stateless or outside the rules",
+                            _first_line(old.written), _first_line(new.written))], AggregatePlan()
+        return [Finding("stategate.aggregation.added-or-removed", Verdict.INCOMPATIBLE,
+                        "the query gained or lost its aggregation",
+                        _first_line(old.written), _first_line(new.written))], AggregatePlan()
+    findings = _rules_for(change)
+    if change.old_agg.window is None and change.new_agg.window is None:
+        findings.append(Finding("stategate.no-window", UNKNOWN,
+                                "GROUP BY without a window: an unbounded aggregation is outside the window rules",
+                                _first_line(old.written), _first_line(new.written)))
+    findings += coverage.check(change)
+    findings += _upstream(change)
+    if not findings:
+        findings.append(Finding("stategate.unchanged", FULL,
+                                "window, group keys and aggregates are unchanged: a state-neutral edit"))
+    return findings, shared.aggregate_plan(change.old_agg.aggregates, change.new_agg.aggregates)
+
+
+def _rules_for(change: Change) -> list[Finding]:
+    if change.old.topn is not None or change.new.topn is not None:
+        return window_topn.check(change)
+    operators = {w.operator for w in (change.old_agg.window, change.new_agg.window) if w is not None}
+    if "group" in operators:
+        return group_window.check(change)
+    return window_tvf.check(change)
+
+
+def _upstream(change: Change) -> list[Finding]:
+    """A cascaded window aggregation: the aggregation feeding this one has state of its own."""
+    old_src, new_src = change.old_agg.source, change.new_agg.source
+    if not isinstance(old_src, WindowAggregate) and not isinstance(new_src, WindowAggregate):
+        return []
+    if not (isinstance(old_src, WindowAggregate) and isinstance(new_src, WindowAggregate)):
+        return [Finding("stategate.cascade.changed", Verdict.INCOMPATIBLE,
+                        "a cascaded window aggregation was added or removed upstream")]
+    upstream = Change(_as_pipeline(change.old, old_src), _as_pipeline(change.new, new_src),
+                      change.old_model, change.new_model)
+    findings, _ = _compare_pipeline(upstream)
+    return [_tag(f, "upstream window") for f in findings if f.rule != "stategate.unchanged"]
+
+
+def _as_pipeline(pipeline: Pipeline, aggregate: WindowAggregate) -> Pipeline:
+    return Pipeline(name=f"{pipeline.name} (upstream)", sink=None, aggregate=aggregate, topn=None,
+                    outputs=aggregate.outputs, functions_used=(), written=aggregate.written)
+
+
+def _tag(finding: Finding, pipeline: str) -> Finding:
+    if not pipeline or finding.pipeline:
+        return finding
+    return Finding(finding.rule, finding.effect, finding.message, finding.before, finding.after, pipeline)
+
+
+def _merge_plans(plans: list[tuple[str, AggregatePlan]], verdict: Verdict, qualify: bool) -> AggregatePlan:
+    def names(name: str, items: tuple[str, ...]) -> tuple[str, ...]:
+        return tuple(f"{name}: {i}" for i in items) if qualify else items
+
+    kept = tuple(k for n, p in plans for k in names(n, p.kept))
+    added = tuple(a for n, p in plans for a in names(n, p.added))
+    dropped = tuple(d for n, p in plans for d in names(n, p.dropped))
+    if verdict is Verdict.INCOMPATIBLE:
+        # State is cleared: nothing continues, every aggregate starts from zero.
+        return AggregatePlan(kept=(), added=kept + added, dropped=kept + dropped)
+    return AggregatePlan(kept, added, dropped)

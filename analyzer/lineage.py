@@ -1,0 +1,681 @@
+"""Column lineage: every expression of a query, rewritten in terms of the source columns it reads.
+
+State identity must not depend on names the user is free to change (output aliases, view names,
+subquery nesting) and must depend on everything that changes a value (how a column is computed).
+So each relation maps its visible column names to *resolved* expressions: ``max(c)`` over
+``(SELECT substring(c, 1, 5) AS c FROM MyTable)`` resolves to ``MAX(SUBSTRING(MyTable.c, 1, 5))``,
+while ``max(c)`` over ``MyView`` that renames ``MyTable.c`` resolves to ``MAX(MyTable.c)``.
+
+Window attributes resolve to ``$windowN.window_start`` (N = nesting level), columns of a table
+function to ``$udtf.c1``. Relations also carry the stateful operators met on the way (window TVF,
+window aggregation, ROW_NUMBER) so :mod:`analyzer.build` can assemble a pipeline.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Callable, Mapping
+
+from sqlglot import exp
+
+from analyzer.dialect import (
+    Descriptor,
+    GroupWindow,
+    GroupWindowAuxiliary,
+    LateralTable,
+    WindowTVF,
+)
+from analyzer.errors import SQLModelError
+from analyzer.intervals import interval_ms
+from analyzer.model import (
+    UDTF_MARKER,
+    WINDOW_FIELDS,
+    WINDOW_MARKER,
+    Aggregate,
+    Clause,
+    Function,
+    GroupKey,
+    Output,
+    Resolved,
+    Table,
+    TopN,
+    Window,
+    WindowAggregate,
+)
+
+_AUXILIARY_FIELD = {
+    "START": "window_start",
+    "END": "window_end",
+    "ROWTIME": "window_time",
+    "PROCTIME": "window_proctime",
+}
+
+
+@dataclass(frozen=True)
+class Rank:
+    """``ROW_NUMBER() OVER (...) AS rk`` seen, waiting for the ``WHERE rk <= N`` that makes a Top-N."""
+
+    column: str
+    partition_keys: tuple[Resolved, ...]
+    order_keys: tuple[tuple[Resolved, str], ...]
+    written: str
+
+
+@dataclass
+class Relation:
+    """What a FROM item or a query produces: resolved columns plus the operators below them."""
+
+    columns: dict[str, exp.Expression]
+    names: list[str]
+    source: str | WindowAggregate | None = None
+    level: int = 0  # windows aggregated below this relation
+    window: Window | None = None  # a TVF applied but not yet aggregated
+    between: list[Clause] = field(default_factory=list)
+    filters: list[Resolved] = field(default_factory=list)
+    udtfs: list[str] = field(default_factory=list)
+    aggregate: WindowAggregate | None = None
+    rank: Rank | None = None
+    topn: TopN | None = None
+    outputs: list[Output] = field(default_factory=list)
+    open_columns: bool = False  # an undeclared table: any column name resolves to it
+    unsupported: list[str] = field(default_factory=list)
+    functions_used: list[str] = field(default_factory=list)
+
+    def lookup(self, name: str) -> exp.Expression | None:
+        if name in self.columns:
+            return self.columns[name]
+        if self.open_columns and isinstance(self.source, str):
+            return exp.column(name, table=self.source, quoted=_needs_quotes(name))
+        return None
+
+
+def _needs_quotes(name: str) -> bool:
+    return not name.isidentifier()
+
+
+def window_column(level: int, name: str) -> exp.Column:
+    return exp.column(name, table=f"{WINDOW_MARKER}{level}")
+
+
+def window_field_of(expr: exp.Expression) -> str | None:
+    """``window_start`` if the resolved expression *is* a window attribute column."""
+    if isinstance(expr, exp.Column) and expr.table.startswith(WINDOW_MARKER):
+        return expr.name
+    return None
+
+
+def reads_window_fields(expr: exp.Expression) -> bool:
+    return any(c.table.startswith(WINDOW_MARKER) for c in expr.find_all(exp.Column))
+
+
+class Resolver:
+    """Resolves queries against the script's catalog. One instance per script."""
+
+    def __init__(
+        self,
+        tables: Mapping[str, Table],
+        views: Mapping[str, exp.Query],
+        functions: Mapping[str, Function],
+    ) -> None:
+        self.tables = tables
+        self.views = views
+        self.functions = functions
+        self._view_cache: dict[str, Relation] = {}
+        self._resolving: set[str] = set()
+
+    # ----------------------------------------------------------------- relations (FROM items)
+    def table(self, name: str) -> Relation:
+        if name in self.views:
+            if name in self._resolving:
+                raise SQLModelError(f"view {name!r} refers to itself")
+            if name not in self._view_cache:
+                self._resolving.add(name)
+                try:
+                    self._view_cache[name] = self.query(self.views[name])
+                finally:
+                    self._resolving.discard(name)
+            return _copy(self._view_cache[name])
+        table = self.tables.get(name)
+        if table is None:
+            # Seed examples compare scripts without DDL: an undeclared table exposes any column.
+            return Relation(columns={}, names=[], source=name, open_columns=True)
+        columns: dict[str, exp.Expression] = {}
+        for column in table.columns:
+            columns[column.name] = (
+                column.computed.expr.copy() if column.computed
+                else exp.column(column.name, table=name, quoted=_needs_quotes(column.name))
+            )
+        return Relation(columns=columns, names=[c.name for c in table.columns], source=name)
+
+    def from_item(self, node: exp.Expression) -> tuple[str | None, Relation]:
+        alias = node.alias_or_name if isinstance(node, (exp.Table, exp.Subquery)) else None
+        if isinstance(node, exp.Table):
+            if isinstance(node.this, exp.TableFromRows):
+                return node.alias or None, self.tvf(node.this)
+            return alias, self.table(node.name)
+        if isinstance(node, exp.TableFromRows):
+            return node.alias or None, self.tvf(node)
+        if isinstance(node, exp.Subquery):
+            return node.alias or None, self.query(node.this)
+        raise SQLModelError(f"unsupported FROM item: {node.sql(dialect='flink')}")
+
+    def tvf(self, node: exp.TableFromRows) -> Relation:
+        call = node.this
+        if not isinstance(call, WindowTVF):
+            raise SQLModelError(
+                f"unsupported table function in FROM: {node.sql(dialect='flink')}"
+                " (expected TUMBLE, HOP, CUMULATE or SESSION)"
+            )
+        table_arg = call.args["table"]
+        base = self.table(table_arg.this.name)
+        descriptor = call.args["descriptor"]
+        if not isinstance(descriptor, Descriptor) or len(descriptor.expressions) != 1:
+            raise SQLModelError(
+                f"{call.args['kind'].name} needs DESCRIPTOR(time_column) as its second argument"
+            )
+        scope = Scope({None: base})
+        time_attr = scope.resolve(descriptor.expressions[0])
+        partition = tuple(
+            Resolved.of(scope.resolve(k), k) for k in table_arg.args.get("partition_by") or []
+        )
+        window = self._window(
+            call.args["kind"].name, "tvf", time_attr, descriptor.expressions[0],
+            call.expressions, base, partition, call,
+        )
+        columns = dict(base.columns)
+        for name in WINDOW_FIELDS:
+            columns[name] = window_column(window.level, name)
+        return replace(
+            base, columns=columns, names=[*base.names, *WINDOW_FIELDS], window=window,
+            between=[], rank=None, topn=None, outputs=[],
+        )
+
+    def _window(
+        self,
+        kind: str,
+        operator: str,
+        time_attr: exp.Expression,
+        written_attr: exp.Expression,
+        intervals: list[exp.Expression],
+        base: Relation,
+        partition: tuple[Resolved, ...],
+        node: exp.Expression,
+    ) -> Window:
+        expected = {"TUMBLE": (1, 2), "HOP": (2, 3), "CUMULATE": (2, 3), "SESSION": (1, 1)}[kind]
+        if not expected[0] <= len(intervals) <= expected[1]:
+            raise SQLModelError(
+                f"{kind} takes {expected[0]} to {expected[1]} interval arguments, got {len(intervals)}",
+                clause=node.sql(dialect="flink"),
+            )
+        try:
+            ms = [interval_ms(i) for i in intervals]
+        except SQLModelError as error:
+            raise SQLModelError(error.message, clause=node.sql(dialect="flink")) from None
+        size = slide = gap = offset = None
+        if kind == "TUMBLE":
+            size, offset = ms[0], (ms[1] if len(ms) > 1 else None)
+        elif kind in ("HOP", "CUMULATE"):
+            slide, size, offset = ms[0], ms[1], (ms[2] if len(ms) > 2 else None)
+        else:
+            gap = ms[0]
+        for label, value in (("size", size), ("slide", slide), ("gap", gap)):
+            if value is not None and value <= 0:
+                raise SQLModelError(f"{kind} {label} must be positive", clause=node.sql(dialect="flink"))
+        if kind == "CUMULATE" and size % slide:
+            raise SQLModelError(
+                "CUMULATE size must be a whole multiple of its step", clause=node.sql(dialect="flink")
+            )
+        return Window(
+            kind=kind,
+            operator=operator,
+            time_attr=Resolved.of(time_attr, written_attr),
+            time_kind=self._time_kind(time_attr),
+            size_ms=size,
+            slide_ms=slide,
+            gap_ms=gap,
+            offset_ms=offset,
+            partition_keys=partition,
+            level=base.level + 1,
+            written=node.sql(dialect="flink"),
+        )
+
+    def _time_kind(self, attr: exp.Expression) -> str:
+        if isinstance(attr, exp.Column) and attr.table.startswith(WINDOW_MARKER):
+            return "rowtime" if attr.name == "window_time" else "proctime"
+        if isinstance(attr, exp.Column) and attr.table in self.tables:
+            table = self.tables[attr.table]
+            if attr.name == table.rowtime:
+                return "rowtime"
+        if isinstance(attr, exp.Anonymous) and attr.name.upper() == "PROCTIME":
+            return "proctime"
+        return "unknown"
+
+    # ----------------------------------------------------------------- queries
+    def query(self, node: exp.Expression) -> Relation:
+        if isinstance(node, exp.Subquery):
+            return self.query(node.this)
+        if not isinstance(node, exp.Select):
+            raise SQLModelError(
+                f"unsupported query form {type(node).__name__.upper()}: "
+                "only SELECT queries are supported",
+                clause=node.sql(dialect="flink")[:80],
+            )
+        return _SelectResolver(self, node).resolve()
+
+    def function_language(self, name: str) -> str | None:
+        function = self.functions.get(name) or next(
+            (f for n, f in self.functions.items() if n.lower() == name.lower()), None
+        )
+        return function.language if function else None
+
+
+class Scope:
+    """Name resolution inside one SELECT: the relations of its FROM clause, by alias."""
+
+    def __init__(self, relations: dict[str | None, Relation]) -> None:
+        self.relations = relations
+
+    def resolve(self, node: exp.Expression, extra: Callable[[exp.Expression], exp.Expression | None] | None = None) -> exp.Expression:
+        def rewrite(n: exp.Expression) -> exp.Expression:
+            if extra is not None:
+                replaced = extra(n)
+                if replaced is not None:
+                    return replaced
+            if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star):
+                return self.column(n)
+            return n
+
+        return node.copy().transform(rewrite, copy=False)
+
+    def column(self, column: exp.Column) -> exp.Expression:
+        name = column.name
+        if column.table:
+            relation = self.relations.get(column.table)
+            if relation is None:
+                raise SQLModelError(f"unknown table or alias {column.table!r}", clause=column.sql(dialect="flink"))
+            found = relation.lookup(name)
+            if found is None:
+                raise SQLModelError(f"column {name!r} not found in {column.table!r}", clause=column.sql(dialect="flink"))
+            return found.copy()
+        matches = [r.columns[name] for r in self.relations.values() if name in r.columns]
+        if len(matches) > 1:
+            raise SQLModelError(f"column {name!r} is ambiguous", clause=name)
+        if matches:
+            return matches[0].copy()
+        for relation in self.relations.values():
+            found = relation.lookup(name)
+            if found is not None:
+                return found.copy()
+        raise SQLModelError(f"column {name!r} not found", clause=name)
+
+    @property
+    def main(self) -> Relation:
+        return next(iter(self.relations.values()))
+
+
+class _SelectResolver:
+    """Resolves one SELECT: FROM, WHERE, GROUP BY / window aggregation, ROW_NUMBER, Top-N."""
+
+    def __init__(self, resolver: Resolver, select: exp.Select) -> None:
+        self.resolver = resolver
+        self.select = select
+
+    def resolve(self) -> Relation:
+        select = self.select
+        from_ = select.args.get("from_") or select.args.get("from")
+        if from_ is None:
+            raise SQLModelError("a streaming query needs a FROM clause", clause=select.sql(dialect="flink")[:80])
+        alias, base = self.resolver.from_item(from_.this)
+        relations: dict[str | None, Relation] = {alias: base}
+        for join in select.args.get("joins") or []:
+            target = join.this
+            if isinstance(target, LateralTable):
+                self._lateral(target, base, relations)
+            else:
+                base.unsupported.append(f"join: {join.sql(dialect='flink')[:80]}")
+                j_alias, j_rel = self.resolver.from_item(target)
+                relations[j_alias] = j_rel
+        scope = Scope(relations)
+        self._note_unsupported(base)
+        self._functions(base)
+        where = select.args.get("where")
+        if where is not None and base.rank is not None:
+            return self._topn(scope, base, where.this)
+        if where is not None:
+            self._where(scope, base, where.this)
+        if self._is_aggregation():
+            return self._aggregate(scope, base)
+        return self._project(scope, base)
+
+    # --- FROM helpers
+    def _lateral(self, node: LateralTable, base: Relation, relations: dict[str | None, Relation]) -> None:
+        call = node.this
+        name = call.name if isinstance(call, exp.Func) else call.sql()
+        base.udtfs.append(name)
+        alias = node.args.get("alias")
+        columns = [c.name for c in alias.columns] if alias is not None else []
+        relations[alias.name if alias is not None else name] = Relation(
+            columns={c: exp.column(c, table=UDTF_MARKER) for c in columns}, names=columns,
+        )
+
+    def _note_unsupported(self, base: Relation) -> None:
+        for key, label in (("distinct", "SELECT DISTINCT"), ("order", "ORDER BY"),
+                           ("limit", "LIMIT"), ("having", "HAVING")):
+            if self.select.args.get(key) is not None:
+                base.unsupported.append(f"{label} in {self.select.sql(dialect='flink')[:60]}")
+
+    def _functions(self, base: Relation) -> None:
+        for func in self.select.find_all(exp.Anonymous):
+            base.functions_used.append(func.name)
+
+    def _where(self, scope: Scope, base: Relation, predicate: exp.Expression) -> None:
+        for conjunct in _conjuncts(predicate):
+            resolved = scope.resolve(conjunct)
+            if base.window is not None and reads_window_fields(resolved):
+                base.between.append(Clause("filter", Resolved.of(resolved, conjunct)))
+            elif base.aggregate is not None:
+                base.unsupported.append(f"filter after a window aggregation: {conjunct.sql(dialect='flink')}")
+            else:
+                base.filters.append(Resolved.of(resolved, conjunct))
+
+    # --- plain projection (no aggregation)
+    def _project(self, scope: Scope, base: Relation) -> Relation:
+        columns: dict[str, exp.Expression] = {}
+        names: list[str] = []
+        outputs: list[Output] = []
+        between = list(base.between)
+        rank = None
+        for item in self._select_items(scope):
+            name, written = item
+            node = written.unalias() if isinstance(written, exp.Alias) else written
+            if isinstance(node, exp.Window):
+                rank = self._rank(scope, name, node) or rank
+                continue
+            resolved = scope.resolve(node)
+            if base.window is not None and reads_window_fields(resolved) and window_field_of(resolved) is None:
+                between.append(Clause("calculation", Resolved.of(resolved, written)))
+            columns[name] = resolved
+            names.append(name)
+            outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved, base)))
+        return replace(base, columns=columns, names=names, between=between,
+                       rank=rank or base.rank, outputs=outputs)
+
+    def _select_items(self, scope: Scope) -> list[tuple[str, exp.Expression]]:
+        items: list[tuple[str, exp.Expression]] = []
+        for item in self.select.expressions:
+            if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
+                relations = (
+                    [scope.relations[item.table]] if isinstance(item, exp.Column) and item.table
+                    else list(scope.relations.values())
+                )
+                for relation in relations:
+                    items.extend((n, exp.column(n, quoted=_needs_quotes(n))) for n in relation.names)
+                continue
+            # Flink names unaliased expressions EXPR$<position>.
+            items.append((item.alias_or_name or f"EXPR${len(items)}", item))
+        return items
+
+    def _rank(self, scope: Scope, name: str, node: exp.Window) -> Rank | None:
+        func = node.this
+        if not (isinstance(func, exp.RowNumber)):
+            scope.main.unsupported.append(f"OVER window {node.sql(dialect='flink')[:60]}")
+            return None
+        partition = tuple(Resolved.of(scope.resolve(k), k) for k in node.args.get("partition_by") or [])
+        order = node.args.get("order")
+        keys = tuple(
+            (Resolved.of(scope.resolve(o.this), o.this), "DESC" if o.args.get("desc") else "ASC")
+            for o in (order.expressions if order else [])
+        )
+        return Rank(name, partition, keys, node.sql(dialect="flink"))
+
+    # --- Top-N
+    def _topn(self, scope: Scope, base: Relation, predicate: exp.Expression) -> Relation:
+        rank = base.rank
+        assert rank is not None
+        limit = None
+        for conjunct in _conjuncts(predicate):
+            n = _rank_limit(conjunct, rank.column)
+            if n is None:
+                base.unsupported.append(f"filter beside the Top-N rank: {conjunct.sql(dialect='flink')}")
+            else:
+                limit = n if limit is None else min(limit, n)
+        if limit is None:
+            raise SQLModelError(
+                f"ROW_NUMBER() column {rank.column!r} is filtered without an upper bound; "
+                "expected WHERE rk <= N or rk < N", clause=predicate.sql(dialect="flink"),
+            )
+        topn = TopN(rank.partition_keys, rank.order_keys, limit, rank.column, rank.written)
+        ranked = replace(base, topn=topn, rank=None)
+        ranked.columns[rank.column] = exp.column(rank.column, table="$rank")
+        if self._is_aggregation():
+            raise SQLModelError("aggregation over a Top-N result is not supported",
+                                clause=self.select.sql(dialect="flink")[:80])
+        return self._project(Scope({None: ranked}), ranked)
+
+    # --- window aggregation
+    def _is_aggregation(self) -> bool:
+        if self.select.args.get("group"):
+            return True
+        return any(
+            isinstance(node, exp.AggFunc) and not node.find_ancestor(exp.Window)
+            for item in self.select.expressions for node in item.find_all(exp.AggFunc)
+        )
+
+    def _aggregate(self, scope: Scope, base: Relation) -> Relation:
+        group = self.select.args.get("group")
+        keys: list[GroupKey] = []
+        grouping_sets: list[tuple[Resolved, ...]] | None = None
+        window = base.window
+        level = window.level if window else base.level + 1
+        for node in _flatten_group(group.expressions if group else []):
+            if isinstance(node, GroupWindow):
+                if window is not None:
+                    raise SQLModelError("two windows in one GROUP BY", clause=node.sql(dialect="flink"))
+                window = self._group_window(scope, base, node)
+                keys.append(GroupKey(Resolved.of(window_column(window.level, "window"), node), "window"))
+            elif isinstance(node, (exp.GroupingSets, exp.Rollup, exp.Cube)):
+                sets = _expand_grouping(node)
+                resolved_sets = [tuple(Resolved.of(scope.resolve(e), e) for e in s) for s in sets]
+                grouping_sets = (grouping_sets or []) + resolved_sets
+                seen = {k.value.key for k in keys}
+                for s in resolved_sets:
+                    for r in s:
+                        if r.key not in seen:
+                            seen.add(r.key)
+                            keys.append(GroupKey(r))
+            else:
+                resolved = scope.resolve(node)
+                keys.append(GroupKey(Resolved.of(resolved, node), window_field_of(resolved)))
+        aux = self._auxiliary(window)
+        aggregates: list[Aggregate] = []
+        outputs: list[Output] = []
+        columns: dict[str, exp.Expression] = {}
+        key_texts = {k.value.key for k in keys}
+        for name, written in self._select_items(scope):
+            node = written.unalias() if isinstance(written, exp.Alias) else written
+            resolved = scope.resolve(node, aux)
+            for agg in self._aggregates_in(scope, node, aux, key_texts):
+                if agg.identity not in {a.identity for a in aggregates}:
+                    aggregates.append(agg)
+            columns[name] = resolved
+            outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved, base, key_texts)))
+        source = base.aggregate if base.aggregate is not None else base.source
+        aggregate = WindowAggregate(
+            source=source if source is not None else "?",
+            window=window,
+            group_keys=tuple(keys),
+            aggregates=tuple(aggregates),
+            grouping_sets=tuple(grouping_sets) if grouping_sets is not None else None,
+            filters=tuple(base.filters),
+            between=tuple(base.between),
+            udtfs=tuple(base.udtfs),
+            outputs=tuple(outputs),
+            written=self.select.sql(dialect="flink"),
+        )
+        return Relation(
+            columns=columns, names=list(columns), source=aggregate, level=level if window else base.level,
+            aggregate=aggregate, outputs=outputs, unsupported=base.unsupported,
+            functions_used=base.functions_used, udtfs=list(base.udtfs),
+        )
+
+    def _group_window(self, scope: Scope, base: Relation, node: GroupWindow) -> Window:
+        kind = node.args["kind"].name
+        time_attr = scope.resolve(node.this)
+        return self.resolver._window(kind, "group", time_attr, node.this, node.expressions, base, (), node)
+
+    def _auxiliary(self, window: Window | None) -> Callable[[exp.Expression], exp.Expression | None]:
+        def rewrite(node: exp.Expression) -> exp.Expression | None:
+            if isinstance(node, GroupWindowAuxiliary):
+                if window is None or window.operator != "group":
+                    raise SQLModelError(
+                        f"{node.sql(dialect='flink')} needs a matching group window in GROUP BY"
+                    )
+                return window_column(window.level, _AUXILIARY_FIELD[node.args["property"].name])
+            return None
+
+        return rewrite
+
+    def _aggregates_in(self, scope: Scope, node: exp.Expression, aux, key_texts: set[str]) -> list[Aggregate]:
+        """Aggregate calls of one select item; an unknown function over non-key columns is a UDAF."""
+        found: list[Aggregate] = []
+        for candidate in node.find_all(exp.AggFunc, exp.Anonymous):
+            if any(isinstance(a, exp.AggFunc) for a in _ancestors_within(candidate, node)):
+                continue
+            if isinstance(candidate, exp.Anonymous):
+                if candidate.find(exp.AggFunc) or _is_grouped(scope.resolve(candidate, aux), key_texts):
+                    continue
+                language = self.resolver.function_language(candidate.name) or "undeclared"
+                found.append(self._aggregate_of(scope, candidate, aux, user_defined=True, language=language))
+            else:
+                found.append(self._aggregate_of(scope, candidate, aux))
+        return found
+
+    def _aggregate_of(self, scope, agg: exp.Expression, aux, user_defined=False, language=None) -> Aggregate:
+        parent = agg.parent
+        flt = parent.expression.this if isinstance(parent, exp.Filter) and parent.this is agg else None
+        written = parent if flt is not None else agg
+        distinct = False
+        if isinstance(agg, exp.Anonymous):
+            function = agg.name.upper()
+            raw_args = list(agg.expressions)
+        else:
+            function = agg.sql_name().upper() if hasattr(agg, "sql_name") else type(agg).__name__.upper()
+            raw_args = []
+            if isinstance(agg.this, exp.Distinct):
+                distinct = True
+                raw_args = list(agg.this.expressions)
+            elif agg.this is not None and not isinstance(agg.this, exp.Star):
+                raw_args = [agg.this]
+            raw_args += [e for e in agg.expressions] if agg.args.get("expressions") else []
+        args = tuple(Resolved.of(scope.resolve(a, aux), a) for a in raw_args)
+        return Aggregate(
+            function=function,
+            distinct=distinct,
+            args=args,
+            filter=Resolved.of(scope.resolve(flt, aux), flt) if flt is not None else None,
+            user_defined=user_defined,
+            language=language,
+            expr=scope.resolve(written, aux),
+            written=written.sql(dialect="flink"),
+        )
+
+
+def _ancestors_within(node: exp.Expression, root: exp.Expression):
+    current = node.parent
+    while current is not None and node is not root:
+        yield current
+        if current is root:
+            return
+        current = current.parent
+
+
+def _is_grouped(resolved: exp.Expression, key_texts: set[str]) -> bool:
+    """A function call is scalar when everything it reads is a group key (or a window attribute)."""
+    from analyzer.model import sql_key
+
+    if sql_key(resolved) in key_texts:
+        return True
+    columns = list(resolved.find_all(exp.Column))
+    return bool(columns) and all(
+        sql_key(c) in key_texts or c.table.startswith(WINDOW_MARKER) for c in columns
+    )
+
+
+def _role(resolved: exp.Expression, base: Relation, key_texts: set[str] | None = None) -> str:
+    from analyzer.model import sql_key
+
+    if window_field_of(resolved):
+        return "window"
+    if key_texts is not None and sql_key(resolved) in key_texts:
+        return "key"
+    if isinstance(resolved, exp.Column) and resolved.table == "$rank":
+        return "rank"
+    if resolved.find(exp.AggFunc) is not None:
+        return "aggregate"
+    return "expression"
+
+
+def _conjuncts(predicate: exp.Expression) -> list[exp.Expression]:
+    if isinstance(predicate, exp.And):
+        return _conjuncts(predicate.this) + _conjuncts(predicate.expression)
+    if isinstance(predicate, exp.Paren):
+        return _conjuncts(predicate.this)
+    return [predicate]
+
+
+def _rank_limit(conjunct: exp.Expression, rank_column: str) -> int | None:
+    """N of ``rk <= N``; ``rk < N`` is ``rk <= N - 1`` and ``rk = 1`` is ``rk <= 1``."""
+    ops = {exp.LTE: 0, exp.LT: -1, exp.EQ: 0}
+    for op, delta in ops.items():
+        if isinstance(conjunct, op):
+            left, right = conjunct.this, conjunct.expression
+            if isinstance(left, exp.Column) and left.name == rank_column and isinstance(right, exp.Literal):
+                if op is exp.EQ and right.to_py() != 1:
+                    return None
+                return int(right.to_py()) + delta
+    if isinstance(conjunct, exp.Between) and isinstance(conjunct.this, exp.Column) \
+            and conjunct.this.name == rank_column:
+        low, high = conjunct.args.get("low"), conjunct.args.get("high")
+        if isinstance(low, exp.Literal) and low.to_py() == 1 and isinstance(high, exp.Literal):
+            return int(high.to_py())
+    return None
+
+
+def _flatten_group(expressions: list[exp.Expression]) -> list[exp.Expression]:
+    flat: list[exp.Expression] = []
+    for node in expressions:
+        if isinstance(node, (exp.Tuple,)):
+            flat.extend(_flatten_group(node.expressions))
+        elif isinstance(node, exp.Paren):
+            flat.extend(_flatten_group([node.this]))
+        else:
+            flat.append(node)
+    return flat
+
+
+def _expand_grouping(node: exp.Expression) -> list[list[exp.Expression]]:
+    """GROUPING SETS / ROLLUP / CUBE as the explicit list of grouping sets they stand for."""
+    items = [_flatten_group([e]) for e in node.expressions]
+    if isinstance(node, exp.GroupingSets):
+        return [[] if isinstance(e, exp.Tuple) and not e.expressions else _flatten_group([e]) for e in node.expressions]
+    flat = [e for group in items for e in group]
+    if isinstance(node, exp.Rollup):
+        return [flat[:i] for i in range(len(flat), -1, -1)]
+    sets: list[list[exp.Expression]] = []
+    for mask in range(2 ** len(flat) - 1, -1, -1):
+        sets.append([e for i, e in enumerate(flat) if mask & (1 << (len(flat) - 1 - i))])
+    return sets
+
+
+def _copy(relation: Relation) -> Relation:
+    return replace(
+        relation,
+        columns=dict(relation.columns),
+        names=list(relation.names),
+        between=list(relation.between),
+        filters=list(relation.filters),
+        udtfs=list(relation.udtfs),
+        outputs=list(relation.outputs),
+        unsupported=list(relation.unsupported),
+        functions_used=list(relation.functions_used),
+    )

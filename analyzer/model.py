@@ -1,0 +1,233 @@
+"""The job model: what a streaming SQL script means for its state, built once and shared.
+
+The analyzer compares two models; the Spark compiler turns one into a plan. Expressions are kept
+twice on purpose: ``expr`` is the resolved sqlglot tree (columns rewritten to the source columns they
+come from, so the compiler can evaluate it) and ``key`` is its canonical Flink SQL text, which is what
+equality means for state: two aggregates are the same state iff their keys are equal, whatever the
+aliases, views or subqueries in between.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Mapping
+
+from sqlglot import exp
+
+#: Table marker of resolved window attribute columns (``$window1.window_start``); the number is the
+#: window's nesting level so a cascaded window's attributes never collide with the outer one's.
+WINDOW_MARKER = "$window"
+#: Table marker of columns produced by a table function (``LATERAL TABLE``).
+UDTF_MARKER = "$udtf"
+
+WINDOW_FIELDS = ("window_start", "window_end", "window_time")
+
+
+def sql_key(expression: exp.Expression) -> str:
+    """Canonical text of a resolved expression: the identity used for every comparison."""
+    from analyzer.dialect import Flink
+
+    return expression.sql(dialect=Flink)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """An expression resolved to source columns, and the SQL the user wrote for it."""
+
+    expr: exp.Expression = field(compare=False, repr=False)
+    key: str
+    written: str = field(compare=False, default="")
+
+    @classmethod
+    def of(cls, expr: exp.Expression, written: exp.Expression | str | None = None) -> Resolved:
+        from analyzer.dialect import Flink
+
+        text = written.sql(dialect=Flink) if isinstance(written, exp.Expression) else written
+        return cls(expr=expr, key=sql_key(expr), written=text or sql_key(expr))
+
+    def __str__(self) -> str:
+        return self.written
+
+
+@dataclass(frozen=True)
+class Column:
+    name: str
+    type: str | None
+    computed: Resolved | None = None
+
+
+@dataclass(frozen=True)
+class Table:
+    name: str
+    columns: tuple[Column, ...]
+    options: Mapping[str, str]
+    rowtime: str | None = None
+    watermark: Resolved | None = None
+    watermark_delay_ms: int | None = None
+    proctime: str | None = None
+    line: int | None = None
+
+    def column(self, name: str) -> Column | None:
+        return next((c for c in self.columns if c.name == name), None)
+
+
+@dataclass(frozen=True)
+class View:
+    name: str
+    sql: str
+
+
+@dataclass(frozen=True)
+class Function:
+    name: str
+    class_name: str
+    language: str
+
+
+@dataclass(frozen=True)
+class Window:
+    kind: str  # TUMBLE | HOP | CUMULATE | SESSION
+    operator: str  # "tvf" (window TVF) | "group" (legacy GROUP BY TUMBLE(...))
+    time_attr: Resolved
+    time_kind: str  # rowtime | proctime | unknown
+    size_ms: int | None = None
+    slide_ms: int | None = None  # HOP slide, CUMULATE step
+    gap_ms: int | None = None
+    offset_ms: int | None = None
+    partition_keys: tuple[Resolved, ...] = ()
+    level: int = 1
+    written: str = field(compare=False, default="")
+
+    def describe(self) -> str:
+        parts = [f"{self.kind}({self.time_attr.key}"]
+        for label, value in (("size", self.size_ms), ("slide", self.slide_ms),
+                             ("gap", self.gap_ms), ("offset", self.offset_ms)):
+            if value is not None:
+                parts.append(f"{label}={format_ms(value)}")
+        if self.partition_keys:
+            parts.append("partition by " + ", ".join(k.key for k in self.partition_keys))
+        return ", ".join(parts) + ")"
+
+
+@dataclass(frozen=True)
+class GroupKey:
+    value: Resolved
+    window_field: str | None = None  # window_start/window_end/window_time, or "window" (legacy)
+
+    @property
+    def is_window(self) -> bool:
+        return self.window_field is not None
+
+
+@dataclass(frozen=True)
+class Aggregate:
+    function: str
+    distinct: bool
+    args: tuple[Resolved, ...]
+    filter: Resolved | None = None
+    user_defined: bool = False
+    language: str | None = None
+    expr: exp.Expression = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
+    written: str = field(compare=False, default="")
+
+    @property
+    def identity(self) -> str:
+        """Stable name of this aggregate's state: function, DISTINCT, resolved inputs, FILTER."""
+        distinct = "DISTINCT " if self.distinct else ""
+        args = ", ".join(a.key for a in self.args) or "*"
+        flt = f" FILTER (WHERE {self.filter.key})" if self.filter else ""
+        return f"{self.function}({distinct}{args}){flt}"
+
+    @property
+    def expr_key(self) -> str:
+        return sql_key(self.expr)
+
+    @property
+    def on_window_field(self) -> bool:
+        return any(f"{WINDOW_MARKER}" in a.key for a in self.args)
+
+
+@dataclass(frozen=True)
+class Clause:
+    """A clause between a window TVF and its GROUP BY (seed 001 treats these specially)."""
+
+    kind: str  # "calculation" (computes on window fields) | "filter" (predicate on window fields)
+    value: Resolved
+
+
+@dataclass(frozen=True)
+class TopN:
+    partition_keys: tuple[Resolved, ...]
+    order_keys: tuple[tuple[Resolved, str], ...]  # (expression, ASC|DESC)
+    limit: int
+    rank_column: str
+    written: str = field(compare=False, default="")
+
+
+@dataclass(frozen=True)
+class Output:
+    name: str
+    value: Resolved
+    role: str  # key | aggregate | window | rank | expression
+
+
+@dataclass(frozen=True)
+class WindowAggregate:
+    """One stateful window aggregation: the unit whose state a verdict is about."""
+
+    source: str | WindowAggregate  # a table name, or the cascaded aggregate feeding it
+    window: Window | None
+    group_keys: tuple[GroupKey, ...]
+    aggregates: tuple[Aggregate, ...]
+    grouping_sets: tuple[tuple[Resolved, ...], ...] | None
+    filters: tuple[Resolved, ...] = ()  # row filters before the window
+    between: tuple[Clause, ...] = ()
+    udtfs: tuple[str, ...] = ()
+    outputs: tuple[Output, ...] = ()
+    written: str = field(compare=False, default="")
+
+    @property
+    def source_table(self) -> str:
+        return self.source if isinstance(self.source, str) else self.source.source_table
+
+
+@dataclass(frozen=True)
+class Pipeline:
+    """One ``INSERT INTO`` (or a bare ``SELECT``): the chain of stateful operators behind a sink."""
+
+    name: str  # sink table, or "select#N"
+    sink: str | None
+    aggregate: WindowAggregate | None
+    topn: TopN | None
+    outputs: tuple[Output, ...]
+    functions_used: tuple[str, ...]
+    line: int | None = None
+    written: str = field(compare=False, default="")
+    unsupported: tuple[str, ...] = ()  # constructs no rule covers (joins, OVER windows, ...)
+
+
+@dataclass(frozen=True)
+class JobModel:
+    tables: Mapping[str, Table]
+    views: Mapping[str, View]
+    functions: Mapping[str, Function]
+    settings: Mapping[str, str]
+    pipelines: tuple[Pipeline, ...]
+    source: str = "<sql>"
+
+    def emit_settings(self) -> dict[str, str]:
+        """Early/late-fire settings: they change how windows emit, so they are part of the state."""
+        return {k: v for k, v in self.settings.items() if k.startswith("table.exec.emit.")}
+
+    def emit_enabled(self) -> bool:
+        return any(
+            k.endswith(("early-fire.enabled", "late-fire.enabled")) and v.lower() == "true"
+            for k, v in self.settings.items()
+        )
+
+
+def format_ms(ms: int) -> str:
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"

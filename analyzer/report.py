@@ -1,0 +1,138 @@
+"""Verdicts, findings and the report a compare produces, with text / JSON / Markdown renderings."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from enum import Enum
+from functools import total_ordering
+
+
+@total_ordering
+class Verdict(Enum):
+    """Outcome of a change, ordered by severity: INCOMPATIBLE > UNKNOWN > PARTIAL > FULL."""
+
+    FULL = "FULL"
+    PARTIAL = "PARTIAL"
+    UNKNOWN = "UNKNOWN"
+    INCOMPATIBLE = "INCOMPATIBLE"
+
+    @property
+    def severity(self) -> int:
+        return list(Verdict).index(self)
+
+    def __lt__(self, other: object) -> bool:
+        if not isinstance(other, Verdict):
+            return NotImplemented
+        return self.severity < other.severity
+
+    @property
+    def meaning(self) -> str:
+        return {
+            Verdict.FULL: "restart from the checkpoint; all state is reused",
+            Verdict.PARTIAL: "restart from the checkpoint; added aggregates start from zero",
+            Verdict.UNKNOWN: "cannot be decided from the SQL; a human must decide",
+            Verdict.INCOMPATIBLE: "the state cannot be reused; clear it and start fresh",
+        }[self]
+
+
+@dataclass(frozen=True)
+class Finding:
+    rule: str
+    effect: Verdict
+    message: str
+    before: str = ""
+    after: str = ""
+    pipeline: str = ""
+
+    def to_dict(self) -> dict[str, str]:
+        return {
+            "rule": self.rule,
+            "effect": self.effect.value,
+            "message": self.message,
+            "before": self.before,
+            "after": self.after,
+            "pipeline": self.pipeline,
+        }
+
+
+@dataclass(frozen=True)
+class AggregatePlan:
+    """What happens to each aggregate's state on restart."""
+
+    kept: tuple[str, ...] = ()
+    added: tuple[str, ...] = ()
+    dropped: tuple[str, ...] = ()
+
+    def to_dict(self) -> dict[str, list[str]]:
+        return {"kept": list(self.kept), "added": list(self.added), "dropped": list(self.dropped)}
+
+
+@dataclass(frozen=True)
+class Report:
+    findings: tuple[Finding, ...]
+    aggregates: AggregatePlan = field(default_factory=AggregatePlan)
+
+    @property
+    def verdict(self) -> Verdict:
+        return max((f.effect for f in self.findings), default=Verdict.UNKNOWN)
+
+    def to_dict(self) -> dict:
+        return {
+            "verdict": self.verdict.value,
+            "findings": [f.to_dict() for f in self.findings],
+            "aggregates": self.aggregates.to_dict(),
+        }
+
+    def to_json(self) -> str:
+        return json.dumps(self.to_dict(), indent=2)
+
+    def to_text(self) -> str:
+        rows = [("EFFECT", "RULE", "MESSAGE")] + [
+            (f.effect.value, f.rule, f.message) for f in self._ordered()
+        ]
+        widths = [max(len(r[i]) for r in rows) for i in range(2)]
+        lines = [f"Verdict: {self.verdict.value} — {self.verdict.meaning}", ""]
+        for effect, rule, message in rows:
+            lines.append(f"{effect:<{widths[0]}}  {rule:<{widths[1]}}  {message}")
+        lines += ["", *self._plan_lines()]
+        return "\n".join(lines).rstrip() + "\n"
+
+    def to_markdown(self) -> str:
+        lines = [
+            f"### State compatibility: **{self.verdict.value}**",
+            "",
+            f"_{self.verdict.meaning}_",
+            "",
+            "| effect | rule | finding | before | after |",
+            "|---|---|---|---|---|",
+        ]
+        for f in self._ordered():
+            lines.append(
+                f"| {f.effect.value} | `{f.rule}` | {_md(f.message)} | {_code(f.before)} | {_code(f.after)} |"
+            )
+        plan = self._plan_lines()
+        if plan:
+            lines += ["", "**Aggregates**", ""] + [f"- {line}" for line in plan]
+        return "\n".join(lines) + "\n"
+
+    def _ordered(self) -> list[Finding]:
+        return sorted(self.findings, key=lambda f: -f.effect.severity)
+
+    def _plan_lines(self) -> list[str]:
+        plan = self.aggregates
+        lines = []
+        for label, items in (("kept (continue from state)", plan.kept),
+                             ("added (start from zero)", plan.added),
+                             ("dropped (state discarded)", plan.dropped)):
+            if items:
+                lines.append(f"{label}: {', '.join(items)}")
+        return lines
+
+
+def _md(text: str) -> str:
+    return text.replace("|", "\\|").replace("\n", " ")
+
+
+def _code(text: str) -> str:
+    return f"`{_md(text)}`" if text else ""

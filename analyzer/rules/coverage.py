@@ -1,0 +1,130 @@
+"""stategate's own rules: what the seed documents are silent on, so no change passes as a silent FULL.
+
+Row filters, source DDL, settings and constructs outside the seeds' scope are compared here. Where
+the effect on state is clear (a projection after the aggregation is stateless; a column type that an
+aggregate reads changes its state's type) the rule says so; everything else is UNKNOWN.
+"""
+
+from __future__ import annotations
+
+from sqlglot import exp
+
+from analyzer.model import JobModel, Pipeline, Table, WindowAggregate
+from analyzer.report import Finding
+from analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
+
+PREFIX = "stategate"
+
+#: Settings that tune the runtime, not the state: changing them is state-neutral.
+RUNTIME_SETTINGS = ("pipeline.name", "parallelism.default", "execution.checkpointing.",
+                    "execution.runtime-mode", "table.exec.resource.default-parallelism",
+                    "table.exec.mini-batch.")
+
+
+def check(change: Change) -> list[Finding]:
+    return [
+        *unsupported(change.old, change.new),
+        *row_filters(change),
+        *sources(change),
+        *output_expressions(change),
+    ]
+
+
+def unsupported(old: Pipeline, new: Pipeline) -> list[Finding]:
+    findings = []
+    for side, pipeline in (("before", old), ("after", new)):
+        for construct in pipeline.unsupported:
+            findings.append(Finding(f"{PREFIX}.not-covered", UNKNOWN,
+                                    f"{construct} ({side} the change) is outside the compatibility rules",
+                                    construct if side == "before" else "", construct if side == "after" else ""))
+    return findings
+
+
+def row_filters(change: Change) -> list[Finding]:
+    old = [f.key for f in change.old_agg.filters]
+    new = [f.key for f in change.new_agg.filters]
+    if sorted(old) == sorted(new):
+        return []
+    return [Finding(f"{PREFIX}.row-filter.changed", UNKNOWN,
+                    "a filter before the window changed: state is reusable but open windows mix rows "
+                    "filtered both ways",
+                    " AND ".join(f.written for f in change.old_agg.filters) or "(none)",
+                    " AND ".join(f.written for f in change.new_agg.filters) or "(none)")]
+
+
+def sources(change: Change) -> list[Finding]:
+    old_name, new_name = change.old_agg.source_table, change.new_agg.source_table
+    if old_name != new_name:
+        return [Finding(f"{PREFIX}.source.changed", UNKNOWN,
+                        f"the job reads {new_name} instead of {old_name}: the checkpointed source "
+                        "offsets may not apply", old_name, new_name)]
+    old, new = change.old_model.tables.get(old_name), change.new_model.tables.get(new_name)
+    if old is None or new is None:
+        return []
+    findings = [*_column_types(change, old, new)]
+    if (old.rowtime, old.watermark and old.watermark.key) != (new.rowtime, new.watermark and new.watermark.key):
+        findings.append(Finding(f"{PREFIX}.watermark.changed", UNKNOWN,
+                                f"the watermark of {old_name} changed: which rows count as late changes "
+                                "for windows that are already open",
+                                _watermark(old), _watermark(new)))
+    if dict(old.options) != dict(new.options):
+        findings.append(Finding(f"{PREFIX}.source-options.changed", UNKNOWN,
+                                f"the connector options of {old_name} changed: the checkpointed source "
+                                "offsets may not apply", _options(old), _options(new)))
+    return findings
+
+
+def _column_types(change: Change, old: Table, new: Table) -> list[Finding]:
+    read = _read_columns(change.old_agg) | _read_columns(change.new_agg)
+    findings = []
+    for column in old.columns:
+        other = new.column(column.name)
+        if other is not None and column.name in read and column.type != other.type:
+            findings.append(Finding(f"{PREFIX}.column-type.changed", INCOMPATIBLE,
+                                    f"column {old.name}.{column.name} changed type from {column.type} "
+                                    f"to {other.type}; state stored for it has the old type",
+                                    f"{column.name} {column.type}", f"{other.name} {other.type}"))
+    return findings
+
+
+def _read_columns(aggregate: WindowAggregate) -> set[str]:
+    """Source columns whose values end up in state: group keys and aggregate inputs."""
+    values = [k.value for k in aggregate.group_keys] + [v for a in aggregate.aggregates for v in a.args]
+    return {c.name for v in values for c in v.expr.find_all(exp.Column) if c.table == aggregate.source_table}
+
+
+def _watermark(table: Table) -> str:
+    return f"WATERMARK FOR {table.rowtime} AS {table.watermark.written}" if table.watermark else "(none)"
+
+
+def _options(table: Table) -> str:
+    return ", ".join(f"'{k}' = '{v}'" for k, v in sorted(table.options.items()))
+
+
+def output_expressions(change: Change) -> list[Finding]:
+    old = {o.name: o.value.key for o in change.old.outputs if o.role in ("expression", "key")}
+    new = {o.name: o.value.key for o in change.new.outputs if o.role in ("expression", "key")}
+    if sorted(old.values()) == sorted(new.values()):
+        return []
+    return [Finding(f"{PREFIX}.output-expression", FULL,
+                    "expressions computed from keys and aggregates after the window changed; "
+                    "they are evaluated on emit and hold no state",
+                    ", ".join(o.value.written for o in change.old.outputs),
+                    ", ".join(o.value.written for o in change.new.outputs))]
+
+
+def settings(old: JobModel, new: JobModel) -> list[Finding]:
+    findings = []
+    for key in sorted(set(old.settings) | set(new.settings)):
+        if key.startswith("table.exec.emit.") or old.settings.get(key) == new.settings.get(key):
+            continue
+        before = f"SET '{key}' = '{old.settings[key]}'" if key in old.settings else "(unset)"
+        after = f"SET '{key}' = '{new.settings[key]}'" if key in new.settings else "(unset)"
+        if key.startswith(RUNTIME_SETTINGS):
+            findings.append(Finding(f"{PREFIX}.setting.runtime", FULL,
+                                    f"runtime setting {key} changed; it does not touch state", before, after))
+        else:
+            findings.append(Finding(f"{PREFIX}.setting.changed", UNKNOWN,
+                                    f"setting {key} changed; no rule covers its effect on state",
+                                    before, after))
+    return findings

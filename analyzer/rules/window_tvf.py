@@ -1,0 +1,90 @@
+"""Seed 001: window TVF aggregation (``TABLE(TUMBLE(...)) ... GROUP BY window_start, window_end``)."""
+
+from __future__ import annotations
+
+from analyzer.model import WindowAggregate
+from analyzer.report import Finding
+from analyzer.rules import shared
+from analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
+
+PREFIX = "window-tvf"
+
+
+def check(change: Change) -> list[Finding]:
+    old, new = change.old_agg, change.new_agg
+    return [
+        *shared.window_definition(PREFIX, old.window, new.window),
+        *shared.group_keys(PREFIX, old.group_keys, new.group_keys, window_reorder=FULL,
+                           window_fields_rule=True),
+        *shared.aggregates(PREFIX, change),
+        *shared.window_outputs(PREFIX, old, new),
+        *shared.emit_settings(PREFIX, change),
+        *shared.user_defined_aggregates(PREFIX, change),
+        *between_clauses(PREFIX, old, new),
+        *grouping_sets(PREFIX, old, new),
+        *udtfs(PREFIX, old, new),
+        *window_field_aggregates(PREFIX, old, new),
+    ]
+
+
+def between_clauses(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Finding]:
+    """Calculations and filters on window attributes between the TVF and the GROUP BY."""
+    findings = []
+    old_calc = [c.value.written for c in old.between if c.kind == "calculation"]
+    new_calc = [c.value.written for c in new.between if c.kind == "calculation"]
+    if bool(old_calc) != bool(new_calc):
+        findings.append(Finding(
+            f"{prefix}.field-calculation.added-or-removed", INCOMPATIBLE,
+            "a field calculation on window attributes between the window TVF and GROUP BY was "
+            + ("added" if new_calc else "removed"), "; ".join(old_calc), "; ".join(new_calc)))
+    elif old_calc:
+        findings.append(Finding(
+            f"{prefix}.field-calculation.present", UNKNOWN,
+            "a field calculation on window attributes sits between the window TVF and GROUP BY "
+            "before and after the change", "; ".join(old_calc), "; ".join(new_calc)))
+    old_f = [c.value.written for c in old.between if c.kind == "filter"]
+    new_f = [c.value.written for c in new.between if c.kind == "filter"]
+    if old_f or new_f:
+        findings.append(Finding(
+            f"{prefix}.window-filter", UNKNOWN,
+            "a filter on window attributes (window_start/window_end/window_time) is added, "
+            "deleted or kept", "; ".join(old_f), "; ".join(new_f)))
+    return findings
+
+
+def grouping_sets(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Finding]:
+    had, has = old.grouping_sets is not None, new.grouping_sets is not None
+    if had != has:
+        return [Finding(f"{prefix}.grouping-sets.added-or-removed", INCOMPATIBLE,
+                        "GROUPING SETS / ROLLUP / CUBE was " + ("added" if has else "removed"),
+                        _sets(old), _sets(new))]
+    if had:
+        return [Finding(f"{prefix}.grouping-sets.present", UNKNOWN,
+                        "GROUPING SETS / ROLLUP / CUBE present before and after the change",
+                        _sets(old), _sets(new))]
+    return []
+
+
+def _sets(agg: WindowAggregate) -> str:
+    if agg.grouping_sets is None:
+        return "(none)"
+    return "GROUPING SETS (" + ", ".join(
+        "(" + ", ".join(k.written for k in s) + ")" for s in agg.grouping_sets) + ")"
+
+
+def udtfs(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Finding]:
+    if not old.udtfs and not new.udtfs:
+        return []
+    return [Finding(f"{prefix}.udtf", UNKNOWN,
+                    "a user-defined table function (LATERAL TABLE) is added, deleted or kept",
+                    ", ".join(old.udtfs), ", ".join(new.udtfs))]
+
+
+def window_field_aggregates(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Finding]:
+    before = [a.written for a in old.aggregates if a.on_window_field]
+    after = [a.written for a in new.aggregates if a.on_window_field]
+    if not before and not after:
+        return []
+    return [Finding(f"{prefix}.aggregate-on-window-field", UNKNOWN,
+                    "an aggregate over window_start / window_end / window_time is added, deleted or kept",
+                    ", ".join(before), ", ".join(after))]

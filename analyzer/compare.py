@@ -79,7 +79,24 @@ def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
     if not findings:
         findings.append(Finding("stategate.unchanged", FULL,
                                 "window, group keys and aggregates are unchanged: a state-neutral edit"))
-    return findings, shared.aggregate_plan(change.old_agg.aggregates, change.new_agg.aggregates)
+    return _cap_beside_user_functions(findings), shared.aggregate_plan(
+        change.old_agg.aggregates, change.new_agg.aggregates)
+
+
+def _cap_beside_user_functions(findings: list[Finding]) -> list[Finding]:
+    """Beside a UDAF or UDTF the seeds declare the outcome UNKNOWN whatever else changed.
+
+    Lineage stops at a user function, so structural findings around it cannot be trusted either
+    way; they are kept for the human who decides, at UNKNOWN.
+    """
+    if not any(f.rule.endswith((".udaf", ".udtf")) for f in findings):
+        return findings
+    return [
+        Finding(f.rule, UNKNOWN, f"{f.message} (undecidable beside a user-defined function)",
+                f.before, f.after, f.pipeline)
+        if f.effect is Verdict.INCOMPATIBLE else f
+        for f in findings
+    ]
 
 
 def _rules_for(change: Change) -> list[Finding]:

@@ -190,6 +190,11 @@ class WindowAggregate:
     def source_table(self) -> str:
         return self.source if isinstance(self.source, str) else self.source.source_table
 
+    def chain(self) -> tuple[WindowAggregate, ...]:
+        """This aggregation and the cascaded ones feeding it, outermost first."""
+        upstream = self.source.chain() if isinstance(self.source, WindowAggregate) else ()
+        return (self, *upstream)
+
 
 @dataclass(frozen=True)
 class Pipeline:

@@ -253,7 +253,8 @@ def _settings(settings: dict[str, str]) -> str:
 def user_defined_aggregates(prefix: str, change: Change) -> list[Finding]:
     findings = []
     for side, agg in (("before", change.old.aggregate), ("after", change.new.aggregate)):
-        for udaf in (a for a in (agg.aggregates if agg else ()) if a.user_defined):
+        aggregates = [a for stage in (agg.chain() if agg else ()) for a in stage.aggregates]
+        for udaf in (a for a in aggregates if a.user_defined):
             language = udaf.language or "undeclared"
             kind = "Python UDAF" if language == "PYTHON" else f"user-defined aggregate ({language.lower()})"
             findings.append(Finding(

@@ -73,11 +73,13 @@ def _sets(agg: WindowAggregate) -> str:
 
 
 def udtfs(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Finding]:
-    if not old.udtfs and not new.udtfs:
+    before = [u for stage in old.chain() for u in stage.udtfs]
+    after = [u for stage in new.chain() for u in stage.udtfs]
+    if not before and not after:
         return []
     return [Finding(f"{prefix}.udtf", UNKNOWN,
                     "a user-defined table function (LATERAL TABLE) is added, deleted or kept",
-                    ", ".join(old.udtfs), ", ".join(new.udtfs))]
+                    ", ".join(before), ", ".join(after))]
 
 
 def window_field_aggregates(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Finding]:

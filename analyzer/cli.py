@@ -1,0 +1,54 @@
+"""``stategate check OLD.sql NEW.sql``: the verdict for a change, for people and for CI pipelines.
+
+Exit status: 0 when a verdict is reached; 1 with ``--fail-on`` when the verdict is at or above that
+severity (so a merge can be blocked); 2 when a file cannot be read or its SQL is invalid.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Sequence
+
+from analyzer.build import build_file
+from analyzer.compare import compare_models
+from analyzer.errors import SQLModelError
+from analyzer.report import Verdict
+
+EXIT_OK, EXIT_FAIL_ON, EXIT_INVALID = 0, 1, 2
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="stategate",
+        description="State compatibility of streaming window SQL changes.",
+    )
+    commands = parser.add_subparsers(dest="command", required=True)
+    check = commands.add_parser("check", help="compare two versions of a job's SQL")
+    check.add_argument("old", help="the deployed SQL file")
+    check.add_argument("new", help="the SQL file to deploy")
+    check.add_argument("--format", choices=("text", "json", "markdown"), default="text")
+    check.add_argument(
+        "--fail-on",
+        choices=("partial", "unknown", "incompatible"),
+        help="exit 1 when the verdict is at or above this severity",
+    )
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        report = compare_models(build_file(args.old), build_file(args.new))
+    except SQLModelError as error:
+        print(f"stategate: {error}", file=sys.stderr)
+        return EXIT_INVALID
+    render = {"text": report.to_text, "json": report.to_json, "markdown": report.to_markdown}
+    print(render[args.format]().rstrip("\n"))
+    if args.fail_on and report.verdict >= Verdict(args.fail_on.upper()):
+        return EXIT_FAIL_ON
+    return EXIT_OK
+
+
+if __name__ == "__main__":
+    sys.exit(main())

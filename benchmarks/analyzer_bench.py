@@ -1,0 +1,100 @@
+"""Median time per ``compare`` on the seed examples and on a 300-line script.
+
+Target: under 20 ms median for a seed-sized pair. The peer it is printed beside is sqlglot's own
+parse of the same text (the floor any sqlglot-based analyzer pays), so the ratio shows the cost of
+modelling and rules on top of parsing.
+
+    .venv/bin/python benchmarks/analyzer_bench.py [--repeat 50]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import sqlglot
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from analyzer import compare  # noqa: E402
+from analyzer.dialect import Flink  # noqa: E402
+from tests.analyzer.seed_cases import ALL  # noqa: E402
+
+TARGET_MS = 20.0
+
+
+def big_script(pipelines: int = 12) -> str:
+    """About 300 lines: DDL, views and a dozen window pipelines of every kind."""
+    parts = [
+        "CREATE TABLE Bid (\n  bidtime TIMESTAMP(3),\n  price DECIMAL(10, 2),\n  item STRING,\n"
+        "  supplier_id STRING,\n  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND\n"
+        ") WITH ('connector' = 'filesystem', 'path' = '/data/bids', 'format' = 'csv');"
+    ]
+    windows = [
+        "TUMBLE(TABLE V{i}, DESCRIPTOR(bidtime), INTERVAL '{m}' MINUTES)",
+        "HOP(TABLE V{i}, DESCRIPTOR(bidtime), INTERVAL '1' MINUTES, INTERVAL '{m}' MINUTES)",
+        "CUMULATE(TABLE V{i}, DESCRIPTOR(bidtime), INTERVAL '1' MINUTES, INTERVAL '{m}' MINUTES)",
+        "SESSION(TABLE V{i} PARTITION BY supplier_id, DESCRIPTOR(bidtime), INTERVAL '{m}' MINUTES)",
+    ]
+    for i in range(pipelines):
+        parts.append(
+            f"CREATE TABLE Sink{i} (\n  window_start TIMESTAMP(3),\n  window_end TIMESTAMP(3),\n"
+            f"  supplier_id STRING,\n  total DECIMAL(20, 2),\n  n BIGINT,\n  top DECIMAL(10, 2)\n"
+            f") WITH ('connector' = 'filesystem', 'path' = '/out/{i}', 'format' = 'parquet');"
+        )
+        parts.append(
+            f"CREATE TEMPORARY VIEW V{i} AS\nSELECT bidtime, price * {i + 1} AS price, item, supplier_id\n"
+            f"FROM Bid\nWHERE price > {i};"
+        )
+        window = windows[i % 4].format(i=i, m=i + 2)
+        parts.append(
+            f"INSERT INTO Sink{i}\nSELECT\n  window_start,\n  window_end,\n  supplier_id,\n"
+            f"  SUM(price) AS total,\n  COUNT(*) AS n,\n  MAX(price) AS top\n"
+            f"FROM TABLE(\n  {window})\nGROUP BY supplier_id, window_start, window_end;"
+        )
+    return "\n\n".join(parts) + "\n"
+
+
+def median_ms(fn, repeat: int) -> float:
+    fn()
+    samples = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        fn()
+        samples.append((time.perf_counter() - start) * 1000)
+    return statistics.median(samples)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--repeat", type=int, default=30)
+    args = parser.parse_args()
+
+    seed_compare = [median_ms(lambda c=c: compare(c.old, c.new), args.repeat) for c in ALL]
+    seed_parse = [median_ms(lambda c=c: (sqlglot.parse(c.old, read=Flink), sqlglot.parse(c.new, read=Flink)),
+                            args.repeat) for c in ALL]
+    old = big_script()
+    new = old.replace("COUNT(*) AS n,", "COUNT(*) AS n, MIN(price) AS low,", 3)
+    big_compare = median_ms(lambda: compare(old, new), max(5, args.repeat // 3))
+    big_parse = median_ms(lambda: (sqlglot.parse(old, read=Flink), sqlglot.parse(new, read=Flink)),
+                          max(5, args.repeat // 3))
+
+    seed_median = statistics.median(seed_compare)
+    print(f"{'workload':<34}{'compare (ms)':>14}{'sqlglot parse (ms)':>20}{'ratio':>8}")
+    print(f"{f'seed pairs, median of {len(ALL)}':<34}{seed_median:>14.2f}"
+          f"{statistics.median(seed_parse):>20.2f}{seed_median / statistics.median(seed_parse):>8.1f}")
+    print(f"{'seed pairs, slowest':<34}{max(seed_compare):>14.2f}{max(seed_parse):>20.2f}"
+          f"{max(seed_compare) / max(seed_parse):>8.1f}")
+    lines = old.count(chr(10))
+    print(f"{f'{lines}-line script pair':<34}{big_compare:>14.2f}{big_parse:>20.2f}{big_compare / big_parse:>8.1f}")
+    print(f"(the {lines}-line pair adds an aggregate to 3 of 12 pipelines: verdict {compare(old, new).verdict.value})")
+    verdict = "meets" if seed_median < TARGET_MS else "MISSES"
+    print(f"\nseed-sized pair median {seed_median:.2f} ms {verdict} the {TARGET_MS:.0f} ms target")
+    return 0 if seed_median < TARGET_MS else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

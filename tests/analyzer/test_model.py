@@ -1,0 +1,219 @@
+"""The job model: lineage, normalisation of intervals and Top-N bounds, and the DDL it reads."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzer import SQLModelError, Verdict, build, compare
+from tests.analyzer.seed_cases import legacy, topn, tvf
+
+BASE = tvf("a, sum(b) AS total, max(c) AS biggest")
+
+
+def aggregates_of(sql: str) -> list[str]:
+    aggregate = build(sql).pipelines[0].aggregate
+    assert aggregate is not None
+    return [a.identity for a in aggregate.aggregates]
+
+
+def test_lineage_goes_through_views_and_subqueries_to_source_columns() -> None:
+    sql = (
+        "CREATE TEMPORARY VIEW V1 AS SELECT a, b * 2 AS b2, c, ts FROM MyTable;\n"
+        "CREATE TEMPORARY VIEW V2 AS SELECT a, b2 AS doubled, c, ts FROM V1;\n"
+        "CREATE TEMPORARY VIEW V3 AS SELECT * FROM (SELECT * FROM V2);\n"
+        + tvf("a, sum(doubled), max(c)", source="V3")
+    )
+    assert aggregates_of(sql) == ["SUM(MyTable.b * 2)", "MAX(MyTable.c)"]
+
+
+def test_renaming_aliases_views_and_subqueries_is_full() -> None:
+    renamed = (
+        "CREATE TEMPORARY VIEW Renamed AS SELECT a AS k, b AS v, c AS w, ts FROM MyTable;\n"
+        + tvf("k AS a, sum(v) AS s, max(w) AS m", group="k, window_start, window_end", source="Renamed")
+    )
+    report = compare(BASE, renamed)
+    assert report.verdict is Verdict.FULL, report.findings
+    assert report.aggregates.kept == ("SUM(MyTable.b)", "MAX(MyTable.c)")
+
+
+def test_changing_how_an_input_is_computed_is_a_modification() -> None:
+    changed = ("CREATE TEMPORARY VIEW V AS SELECT a, b + 1 AS b, c, ts FROM MyTable;\n"
+               + tvf("a, sum(b) AS total, max(c) AS biggest", source="V"))
+    report = compare(BASE, changed)
+    assert report.verdict is Verdict.PARTIAL
+    assert report.aggregates.added == ("SUM(MyTable.b + 1)",)
+    assert report.aggregates.dropped == ("SUM(MyTable.b)",)
+
+
+def test_state_neutral_edits_are_full() -> None:
+    edited = (
+        "-- a comment\nselect a,\n   SUM(b) as t2,   -- renamed\n   MAX(c)\n"
+        "from table(tumble(table MyTable, descriptor(ts), interval '60' second))\n"
+        "group by a, window_start, window_end"
+    )
+    report = compare(BASE, edited)
+    assert report.verdict is Verdict.FULL, report.findings
+
+
+def test_identifiers_are_case_sensitive() -> None:
+    report = compare(BASE, tvf("a, sum(B) AS total, max(c) AS biggest"))
+    assert report.verdict is Verdict.PARTIAL
+    assert report.aggregates.added == ("SUM(MyTable.B)",)
+
+
+@pytest.mark.parametrize("old, new", [
+    ("INTERVAL '300' SECOND", "INTERVAL '5' MINUTE"),
+    ("INTERVAL '1' HOUR", "INTERVAL '60' MINUTES"),
+    ("INTERVAL '1' DAY", "INTERVAL '24' HOUR"),
+    ("INTERVAL '1' MINUTE", "INTERVAL '60000' MILLISECOND"),
+])
+def test_interval_sizes_compare_by_value(old: str, new: str) -> None:
+    assert compare(tvf("a, sum(b)", size=old), tvf("a, sum(b)", size=new)).verdict is Verdict.FULL
+    model = build(tvf("a, sum(b)", size=new))
+    assert model.pipelines[0].aggregate.window.size_ms == build(tvf("a, sum(b)", size=old)).pipelines[0].aggregate.window.size_ms
+
+
+def test_hop_and_cumulate_keep_slide_and_size_apart() -> None:
+    hop = build("SELECT SUM(price) FROM TABLE(HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, "
+                "INTERVAL '10' MINUTES)) GROUP BY window_start, window_end")
+    window = hop.pipelines[0].aggregate.window
+    assert (window.kind, window.slide_ms, window.size_ms) == ("HOP", 300_000, 600_000)
+    report = compare(
+        "SELECT SUM(price) FROM TABLE(CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '2' MINUTES, "
+        "INTERVAL '10' MINUTES)) GROUP BY window_start, window_end",
+        "SELECT SUM(price) FROM TABLE(CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, "
+        "INTERVAL '10' MINUTES)) GROUP BY window_start, window_end",
+    )
+    assert report.verdict is Verdict.INCOMPATIBLE
+    assert [f.rule for f in report.findings] == ["window-tvf.window.slide"]
+
+
+@pytest.mark.parametrize("old, new", [("rk < 3", "rk <= 2"), ("rk <= 1", "rk = 1"), ("rk < 4", "rk BETWEEN 1 AND 3")])
+def test_top_n_bounds_are_normalised(old: str, new: str) -> None:
+    assert compare(topn(where=old), topn(where=new)).verdict is Verdict.FULL
+    assert build(topn(where=new)).pipelines[0].topn.limit == build(topn(where=old)).pipelines[0].topn.limit
+
+
+def test_session_partition_keys_are_part_of_the_window() -> None:
+    old = ("SELECT window_start, window_end, supplier_id, SUM(price) FROM TABLE(SESSION(TABLE Bid "
+           "PARTITION BY supplier_id, DESCRIPTOR(bidtime), INTERVAL '2' MINUTES)) "
+           "GROUP BY window_start, window_end, supplier_id")
+    new = old.replace("PARTITION BY supplier_id, ", "")
+    report = compare(old, new)
+    assert report.verdict is Verdict.INCOMPATIBLE
+    assert any(f.rule == "window-tvf.window.partition-keys" for f in report.findings)
+
+
+BID_DDL = """
+CREATE TABLE Bid (
+  bidtime TIMESTAMP(3),
+  price DECIMAL(10, 2),
+  item STRING,
+  supplier_id STRING,
+  pt AS PROCTIME(),
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '/data/bids', 'format' = 'csv');
+"""
+
+
+def test_ddl_gives_time_attributes_options_and_watermark() -> None:
+    table = build(BID_DDL + "SELECT * FROM Bid").tables["Bid"]
+    assert table.rowtime == "bidtime" and table.proctime == "pt"
+    assert table.watermark_delay_ms == 1000
+    assert dict(table.options) == {"connector": "filesystem", "path": "/data/bids", "format": "csv"}
+    assert [c.type for c in table.columns[:2]] == ["TIMESTAMP(3)", "DECIMAL(10, 2)"]
+
+
+def test_rowtime_to_proctime_is_incompatible_with_ddl() -> None:
+    query = "SELECT item, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR({}), INTERVAL '1' MINUTE)) GROUP BY item, window_start, window_end"
+    report = compare(BID_DDL + query.format("bidtime"), BID_DDL + query.format("pt"))
+    finding = next(f for f in report.findings if f.rule.endswith("time-attribute"))
+    assert "rowtime" in finding.message and "proctime" in finding.message
+
+
+def test_a_change_no_rule_covers_is_unknown_never_full() -> None:
+    query = "SELECT item, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)) GROUP BY item, window_start, window_end"
+    filtered = query.replace("TABLE Bid,", "TABLE Bid2,")
+    report = compare(BID_DDL + "CREATE TEMPORARY VIEW Bid2 AS SELECT * FROM Bid;\n" + query,
+                     BID_DDL + "CREATE TEMPORARY VIEW Bid2 AS SELECT * FROM Bid WHERE price > 2;\n" + filtered)
+    assert report.verdict is Verdict.UNKNOWN
+    assert [f.rule for f in report.findings] == ["stategate.row-filter.changed"]
+    watermark = compare(BID_DDL + query, BID_DDL.replace("'1' SECOND", "'5' SECOND") + query)
+    assert watermark.verdict is Verdict.UNKNOWN
+    assert any(f.rule == "stategate.watermark.changed" for f in watermark.findings)
+
+
+def test_a_type_change_of_an_aggregated_column_is_incompatible() -> None:
+    query = "SELECT item, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)) GROUP BY item, window_start, window_end"
+    report = compare(BID_DDL + query, BID_DDL.replace("DECIMAL(10, 2)", "DOUBLE") + query)
+    assert report.verdict is Verdict.INCOMPATIBLE
+    assert any(f.rule == "stategate.column-type.changed" for f in report.findings)
+
+
+def test_pipelines_match_by_sink_and_unmatched_ones_are_unknown() -> None:
+    q = "INSERT INTO {} " + tvf("a, sum(b)")
+    report = compare(q.format("SinkA"), q.format("SinkB"))
+    assert report.verdict is Verdict.UNKNOWN
+    assert {f.rule for f in report.findings} == {"stategate.pipeline.added", "stategate.pipeline.removed"}
+    two = q.format("SinkA") + "\n" + q.format("SinkB")
+    changed = q.format("SinkA") + "\n" + ("INSERT INTO SinkB " + tvf("a, sum(b), count(*)"))
+    report = compare(two, changed)
+    assert report.verdict is Verdict.PARTIAL
+    assert report.aggregates.added == ("SinkB: COUNT(*)",)
+
+
+def test_cascaded_windows_compare_the_upstream_window_too() -> None:
+    view = ("CREATE VIEW window1 AS SELECT window_start AS ws, window_end AS we, window_time AS rowtime, "
+            "SUM(price) AS partial_price FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{}' MINUTES)) "
+            "GROUP BY supplier_id, window_start, window_end, window_time;\n")
+    outer = ("SELECT window_start, window_end, SUM(partial_price) AS total_price FROM TABLE(TUMBLE(TABLE window1, "
+             "DESCRIPTOR(rowtime), INTERVAL '10' MINUTES)) GROUP BY window_start, window_end;")
+    model = build(BID_DDL + view.format(5) + outer)
+    aggregate = model.pipelines[0].aggregate
+    assert aggregate.window.time_kind == "rowtime"
+    assert aggregate.source.window.size_ms == 300_000
+    report = compare(BID_DDL + view.format(5) + outer, BID_DDL + view.format(2) + outer)
+    assert report.verdict is Verdict.INCOMPATIBLE
+    assert any(f.rule == "window-tvf.window.size" and f.pipeline == "upstream window" for f in report.findings)
+
+
+def test_grouping_sets_rollup_and_cube_expand_to_the_same_sets() -> None:
+    base = "SELECT window_start, window_end, supplier_id, item, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)) GROUP BY window_start, window_end, {}"
+    cube = build(base.format("CUBE (supplier_id, item)")).pipelines[0].aggregate.grouping_sets
+    sets = build(base.format("GROUPING SETS ((supplier_id, item), (supplier_id), (item), ())")).pipelines[0].aggregate.grouping_sets
+    assert [[k.key for k in s] for s in cube] == [[k.key for k in s] for s in sets]
+    rollup = build(base.format("ROLLUP (supplier_id)")).pipelines[0].aggregate.grouping_sets
+    assert [[k.key for k in s] for s in rollup] == [["Bid.supplier_id"], []]
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("", "empty"),
+    ("-- only a comment\n", "no statements"),
+    ("SELECT a FROM\nWHERE", "syntax error"),
+    ("DROP TABLE x", "unsupported statement DROP"),
+    ("SELECT a FROM t UNION ALL SELECT a FROM u", "only SELECT"),
+    (tvf("a, sum(b)", size="INTERVAL 'x' MINUTE"), "cannot read interval"),
+    (legacy("a, SUM(b)", window="TUMBLE(ts, INTERVAL '1' FORTNIGHT)"), "interval unit"),
+    (legacy("a, SUM(b)", window="HOP(ts, INTERVAL '1' MINUTE)"), "HOP takes 2 to 3 interval"),
+    ("SELECT TUMBLE_START(ts, INTERVAL '1' MINUTE) FROM t GROUP BY a", "matching group window"),
+    (topn(where="rk > 3"), "without an upper bound"),
+    (BID_DDL.replace("WATERMARK FOR bidtime", "WATERMARK FOR nope"), "no such column"),
+])
+def test_bad_input_is_a_located_error(sql: str, message: str) -> None:
+    with pytest.raises(SQLModelError) as caught:
+        build(sql, source="job.sql")
+    assert message in str(caught.value)
+    assert str(caught.value).startswith("job.sql")
+
+
+def test_syntax_errors_name_line_and_column() -> None:
+    with pytest.raises(SQLModelError) as caught:
+        build("SET 'a' = 'b';\n\nSELECT (a FROM t", source="job.sql")
+    assert (caught.value.line, caught.value.source) == (3, "job.sql")
+    assert caught.value.col is not None
+
+
+def test_a_script_without_a_window_is_unknown() -> None:
+    report = compare("SELECT a, b FROM t", "SELECT a, b, c FROM t")
+    assert report.verdict is Verdict.UNKNOWN
+    assert report.findings[0].rule == "stategate.no-window-aggregation"

@@ -17,7 +17,7 @@ from sqlglot.tokens import Token, TokenType
 from analyzer.dialect import Flink, FunctionLanguage
 from analyzer.errors import SQLModelError
 from analyzer.intervals import interval_ms
-from analyzer.lineage import Relation, Resolver
+from analyzer.lineage import Relation, Resolver, source_column
 from analyzer.model import Column, Function, JobModel, Output, Pipeline, Resolved, Table, View
 
 _DIALECT = Flink()
@@ -179,7 +179,7 @@ def _table(node: exp.Create, line: int) -> Table:
             resolved = None
             if computed is not None:
                 expr = computed.copy().transform(
-                    lambda n: exp.column(n.name, table=name) if isinstance(n, exp.Column) and n.name in raw else n
+                    lambda n: source_column(name, n.name) if isinstance(n, exp.Column) and n.name in raw else n
                 )
                 resolved = Resolved.of(expr, computed)
             kind = element.args.get("kind")

@@ -85,12 +85,17 @@ class Relation:
         if name in self.columns:
             return self.columns[name]
         if self.open_columns and isinstance(self.source, str):
-            return exp.column(name, table=self.source, quoted=_needs_quotes(name))
+            return source_column(self.source, name)
         return None
 
 
 def _needs_quotes(name: str) -> bool:
     return not name.isidentifier()
+
+
+def source_column(table: str, name: str) -> exp.Column:
+    """The resolved form of a table's physical column: what every reference to it becomes."""
+    return exp.column(name, table=table, quoted=_needs_quotes(name))
 
 
 def window_column(level: int, name: str) -> exp.Column:
@@ -143,7 +148,7 @@ class Resolver:
         for column in table.columns:
             columns[column.name] = (
                 column.computed.expr.copy() if column.computed
-                else exp.column(column.name, table=name, quoted=_needs_quotes(column.name))
+                else source_column(name, column.name)
             )
         return Relation(columns=columns, names=[c.name for c in table.columns], source=name)
 

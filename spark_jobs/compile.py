@@ -1,0 +1,260 @@
+"""Job model → Spark Structured Streaming plan, one streaming query per pipeline.
+
+The plan of a window aggregation, stage by stage::
+
+    source ─ watermark ─ row filters ─ project keys / aggregate inputs
+          ─ unpivot (one row per grouping set and aggregate identity; spark_jobs.state)
+          ─ stage 1: slice aggregation (native streaming aggregation, append mode)
+          ─ stage 2: windows from slices (HOP, CUMULATE; spark_jobs.slicing)
+          ─ foreachBatch: pivot to one row per window, Top-N, SELECT list, sink types
+
+Everything after stage 2 runs per micro-batch: a window's rows for all aggregates are evicted
+together (same key, same end, same watermark), so the pivot and the Top-N need no state and the
+SELECT list can change freely between restarts.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable
+
+from pyspark.sql import Column, DataFrame, SparkSession, Window as SparkWindow
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+from sqlglot import exp
+
+from analyzer.errors import SQLModelError
+from analyzer.lineage import source_column, window_column
+from analyzer.model import Aggregate, JobModel, Pipeline, Table, WindowAggregate, sql_key
+from spark_jobs import state
+from spark_jobs.connectors import read_stream, spark_type
+from spark_jobs.expressions import to_column
+from spark_jobs.slicing import WindowSlicer, slicer_for
+from spark_jobs.state import ROWS, Slot
+
+KEY = "k{}"
+
+
+@dataclass
+class Stage:
+    """A compiled window aggregation: its long-format stream and how to read it."""
+
+    aggregate: WindowAggregate
+    stream: DataFrame  # k*, gs, w, agg, dv, buffer
+    keys: list[str]
+    slots: list[Slot]
+    slicer: WindowSlicer
+
+
+@dataclass
+class CompiledPipeline:
+    pipeline: Pipeline
+    stream: DataFrame
+    finalize: Callable[[DataFrame], DataFrame]
+    sink: Table | None
+
+
+def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline) -> CompiledPipeline:
+    try:
+        _check_supported(model, pipeline)
+        stage = _compile_stage(spark, model, pipeline.aggregate)
+        sink = model.tables.get(pipeline.sink) if pipeline.sink else None
+        if pipeline.sink and sink is None:
+            raise SQLModelError(f"INSERT INTO {pipeline.sink}: the sink table is not declared")
+        finalize = _finalizer(pipeline, stage, sink)
+        # Analyse the per-batch plan now, so a bad SELECT list fails at start, not at the first window.
+        finalize(spark.createDataFrame([], stage.stream.schema)).schema
+    except SQLModelError as error:
+        raise SQLModelError(error.message, source=model.source, line=error.line or pipeline.line,
+                            clause=error.clause or pipeline.name) from None
+    return CompiledPipeline(pipeline, stage.stream, finalize, sink)
+
+
+def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
+    if pipeline.unsupported:
+        raise SQLModelError(f"not supported on Spark: {pipeline.unsupported[0]}")
+    if model.emit_enabled():
+        raise SQLModelError("early-fire / late-fire (table.exec.emit.*) is not supported on Spark")
+    if pipeline.aggregate is None:
+        raise SQLModelError("the query has no window aggregation; stategate runs window aggregations")
+    for aggregate in pipeline.aggregate.chain():
+        window = aggregate.window
+        if window is None:
+            raise SQLModelError("GROUP BY without a window is not supported (its state never expires)")
+        if aggregate.udtfs:
+            raise SQLModelError(f"table function LATERAL TABLE({aggregate.udtfs[0]}) is not supported on Spark")
+        if aggregate.between:
+            clause = aggregate.between[0]
+            raise SQLModelError(f"a {clause.kind} on window attributes before GROUP BY is not supported: "
+                                f"{clause.value.written}")
+        if window.partition_keys and [k.key for k in window.partition_keys] != \
+                [k.value.key for k in aggregate.group_keys if not k.is_window]:
+            raise SQLModelError("SESSION PARTITION BY keys must be the GROUP BY keys, in the same order")
+        for agg in aggregate.aggregates:
+            state.check_supported(agg)
+            if agg.distinct and window.kind == "SESSION":
+                raise SQLModelError(f"{agg.written}: DISTINCT aggregates over SESSION windows are not supported")
+
+
+# ------------------------------------------------------------------------------- stages
+def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate) -> Stage:
+    if isinstance(aggregate.source, WindowAggregate):
+        upstream = _compile_stage(spark, model, aggregate.source)
+        rows, mapping, relevance = _cascade_input(upstream)
+    else:
+        rows, mapping = _source_input(spark, model, aggregate)
+        relevance = {}
+    keys = [KEY.format(i) for i, key in enumerate(k for k in aggregate.group_keys if not k.is_window)]
+    plain_keys = [k for k in aggregate.group_keys if not k.is_window]
+    columns: list[Column] = [F.col("ts")]
+    columns += [to_column(k.value.expr, mapping).alias(name) for k, name in zip(plain_keys, keys)]
+    slots: list[Slot] = []
+    for index, agg in enumerate(_with_rows(aggregate.aggregates)):
+        value = f"v{index}" if agg.args else None
+        if value:
+            columns.append(to_column(agg.args[0].expr, mapping).alias(value))
+        flt = f"f{index}" if agg.filter is not None else None
+        if flt:
+            columns.append(to_column(agg.filter.expr, mapping).alias(flt))
+        relevant = None
+        if relevance:
+            relevant = f"r{index}"
+            columns.append(_relevant(agg, relevance).alias(relevant))
+        slots.append(Slot(agg, value, "l", None, flt, relevant))  # type: ignore[arg-type]
+    projected = rows.select(*columns)
+    slots = [_typed(slot, projected) for slot in slots]
+    sets = None
+    if aggregate.grouping_sets is not None:
+        index_of = {k.value.key: i for i, k in enumerate(plain_keys)}
+        sets = [[index_of[r.key] for r in members] for members in aggregate.grouping_sets]
+    unpivoted = state.unpivot(projected, keys, slots, sets, carry=["ts"])
+    slicer = slicer_for(aggregate.window)
+    stream = unpivoted.groupBy(*keys, "gs", slicer.slice(F.col("ts")).alias("w"), "agg", "dv") \
+        .agg(*state.accumulate())
+    windows = slicer.windows(F.col("w"))
+    if windows is not None:
+        slices = stream.select("*", windows.alias("w2"))
+        stream = slices.groupBy(*keys, "gs", F.col("w2").alias("w"), "agg", "dv") \
+            .agg(*state.combine(slicer.contains(F.col("w"), F.col("w2"))))
+    return Stage(aggregate, stream.select(*keys, "gs", "w", "agg", "dv", *state.BUFFER), keys, slots, slicer)
+
+
+def _with_rows(aggregates: tuple[Aggregate, ...]) -> list[Aggregate]:
+    """The query's aggregates, plus COUNT(*) which every layout keeps (see state.ROWS)."""
+    if any(a.identity == ROWS for a in aggregates):
+        return list(aggregates)
+    return [*aggregates, Aggregate(function="COUNT", distinct=False, args=(), written="COUNT(*)")]
+
+
+def _typed(slot: Slot, projected: DataFrame) -> Slot:
+    """The slot with its value family, from the Spark type of the aggregate's input."""
+    if slot.value is None:
+        return Slot(slot.aggregate, None, "l", T.LongType(), slot.filter, slot.relevant)
+    data_type = projected.schema[slot.value].dataType
+    return Slot(slot.aggregate, slot.value, state.family_of(data_type, slot.function), data_type,
+                slot.filter, slot.relevant)
+
+
+def _source_input(spark: SparkSession, model: JobModel, aggregate: WindowAggregate) -> tuple[DataFrame, dict[str, str]]:
+    name = aggregate.source
+    table = model.tables.get(name)  # type: ignore[arg-type]
+    if table is None:
+        raise SQLModelError(f"table {name} is read but not declared with CREATE TABLE")
+    if table.rowtime is None or table.watermark_delay_ms is None:
+        raise SQLModelError(f"table {name} needs WATERMARK FOR <column> AS <column> - INTERVAL '...' "
+                            "for event-time windows")
+    window = aggregate.window
+    if window.time_attr.key != sql_key(source_column(table.name, table.rowtime)):
+        raise SQLModelError(f"window time attribute {window.time_attr.written} must be the rowtime column "
+                            f"{table.rowtime} of {table.name} (processing-time windows are not supported)")
+    mapping = {sql_key(source_column(table.name, c.name)): c.name for c in table.columns if c.computed is None}
+    df = read_stream(spark, table).withWatermark(table.rowtime, f"{table.watermark_delay_ms} milliseconds")
+    for predicate in aggregate.filters:
+        df = df.where(to_column(predicate.expr, mapping))
+    return df.withColumn("ts", F.col(table.rowtime)), mapping
+
+
+def _cascade_input(upstream: Stage) -> tuple[DataFrame, dict[str, str], dict[str, str]]:
+    """An upstream window's emitted rows as the input of the next window aggregation.
+
+    Each upstream row holds one aggregate of one window; a downstream aggregate reads the rows of
+    the upstream aggregate its argument names (``relevance``)."""
+    readable = [slot for slot in upstream.slots if not slot.aggregate.distinct and slot.aggregate.expr is not None]
+    finals = {slot.identity: f"u{i}" for i, slot in enumerate(readable)}
+    level = upstream.aggregate.window.level
+    rows = upstream.stream.where(F.coalesce(F.col("n"), F.lit(0)) > 0).where(F.col("dv").isNull())
+    columns = [F.col(c) for c in rows.columns] + [state.row_value(s).alias(finals[s.identity]) for s in readable]
+    start, end = upstream.slicer.bounds(F.col("w"))
+    columns += [start.alias("_ws"), end.alias("_we"), F.window_time(F.col("w")).alias("ts")]
+    mapping = {slot.aggregate.expr_key: finals[slot.identity] for slot in readable}
+    plain = [k for k in upstream.aggregate.group_keys if not k.is_window]
+    mapping.update({k.value.key: name for k, name in zip(plain, upstream.keys)})
+    mapping.update({sql_key(window_column(level, "window_start")): "_ws",
+                    sql_key(window_column(level, "window_end")): "_we",
+                    sql_key(window_column(level, "window_time")): "ts"})
+    relevance = {slot.aggregate.expr_key: slot.identity for slot in readable}
+    return rows.select(*columns), mapping, relevance
+
+
+def _relevant(agg: Aggregate, relevance: dict[str, str]) -> Column:
+    inputs = [a.expr for a in agg.args] + ([agg.filter.expr] if agg.filter else [])
+    reads = {identity for key, identity in relevance.items() if any(_contains(e, key) for e in inputs)}
+    if len(reads) > 1:
+        raise SQLModelError(f"{agg.written} combines several upstream aggregates; a cascaded window "
+                            "aggregate may read one")
+    return F.col("agg") == F.lit(reads.pop() if reads else ROWS)
+
+
+def _contains(expr: exp.Expression, key: str) -> bool:
+    return any(sql_key(node) == key for node in expr.walk())
+
+
+# ------------------------------------------------------------------------------- per batch
+def _finalizer(pipeline: Pipeline, stage: Stage, sink: Table | None) -> Callable[[DataFrame], DataFrame]:
+    aggregate = stage.aggregate
+    level = aggregate.window.level
+    identities = [slot.identity for slot in stage.slots]
+    mapping = {k.value.key: name for k, name in zip([k for k in aggregate.group_keys if not k.is_window], stage.keys)}
+    mapping.update({slot.aggregate.expr_key: f"a{i}" for i, slot in enumerate(stage.slots)
+                    if slot.aggregate.expr is not None})
+    for name in ("window_start", "window_end", "window_time", "window"):
+        mapping[sql_key(window_column(level, name))] = name if name != "window" else "window_start"
+    topn = pipeline.topn
+    rank_key = sql_key(exp.column(topn.rank_column, table="$rank")) if topn else None
+    if rank_key:
+        mapping[rank_key] = "_rank"
+    outputs = [(o.name, to_column(o.value.expr, mapping)) for o in pipeline.outputs]
+    sink_types = _sink_types(sink, len(outputs))
+
+    def finalize(batch: DataFrame) -> DataFrame:
+        rows = batch.where(F.col("agg").isin(identities))
+        start, end = stage.slicer.bounds(F.col("w"))
+        rows = rows.select("*", start.alias("_start"), end.alias("window_end"))
+        group = [*stage.keys, "gs", "window_end"] if stage.slicer.identify_by_end \
+            else [*stage.keys, "gs", "_start", "window_end"]
+        columns = state.pivot_columns(stage.slots)
+        first = F.min(F.when(F.col("agg") == ROWS, F.col("_start"))) if stage.slicer.identify_by_end \
+            else F.first("_start")
+        pivot = rows.groupBy(*group).agg(*columns, first.alias("window_start")).where(F.col("_rows") > 0)
+        pivot = pivot.withColumn("window_time", F.col("window_end") - F.expr("INTERVAL 1 MILLISECOND"))
+        if topn is not None:
+            order = [to_column(k.expr, mapping).desc() if d == "DESC" else to_column(k.expr, mapping).asc()
+                     for k, d in topn.order_keys]
+            spec = SparkWindow.partitionBy(*[to_column(k.expr, mapping) for k in topn.partition_keys]).orderBy(*order)
+            pivot = pivot.withColumn("_rank", F.row_number().over(spec)).where(F.col("_rank") <= topn.limit)
+        result = pivot.select(*[column.alias(name) for name, column in outputs])
+        if sink_types:
+            result = result.select(*[F.col(f"`{name}`").cast(data_type).alias(target)
+                                     for (name, _), (target, data_type) in zip(outputs, sink_types)])
+        return result
+
+    return finalize
+
+
+def _sink_types(sink: Table | None, width: int) -> list[tuple[str, str]]:
+    if sink is None or not sink.columns:
+        return []
+    physical = [c for c in sink.columns if c.computed is None]
+    if len(physical) != width:
+        raise SQLModelError(f"INSERT INTO {sink.name}: the query has {width} columns, the table {len(physical)}")
+    return [(c.name, spark_type(c.type, c.name, sink.name)) for c in physical]

@@ -1,0 +1,193 @@
+"""``CREATE TABLE ... WITH (...)`` options → Spark streaming readers and exactly-once batch writers.
+
+Connectors:
+
+* ``'connector' = 'filesystem'``, ``'path'``, ``'format'`` = csv | json | parquet. As a source, the
+  directory is read as a stream of files with the DDL's column types. As a sink, every micro-batch
+  is written to one file named after the batch id, staged and then renamed into place: a batch
+  replayed after a crash replaces its own file, so the directory never holds a duplicate or a gap.
+* ``'connector' = 'print'``: the console.
+* ``'connector' = 'kafka'``: ``'properties.bootstrap.servers'``, ``'topic'``, ``'format'`` = json | csv,
+  ``'scan.startup.mode'``. Needs the ``spark-sql-kafka-0-10`` package on the Spark classpath
+  (``--packages org.apache.spark:spark-sql-kafka-0-10_2.13:<spark version>``). Kafka sinks are
+  at-least-once (Spark's Kafka writer cannot replace a batch).
+
+Options prefixed ``spark.`` are passed to the Spark reader or writer unchanged (for example
+``'spark.maxFilesPerTrigger' = '1'``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from analyzer.errors import SQLModelError
+from analyzer.model import Table
+
+FILE_FORMATS = ("csv", "json", "parquet")
+TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss[.SSS]"
+_KAFKA_STARTUP = {"earliest-offset": "earliest", "latest-offset": "latest"}
+
+BatchWriter = Callable[[DataFrame, int], None]
+
+
+def spark_type(flink_type: str | None, column: str, table: str) -> str:
+    """Flink DDL type → Spark DDL type."""
+    if not flink_type:
+        raise SQLModelError(f"column {table}.{column} has no type")
+    text = flink_type.upper()
+    text = re.sub(r"\s+NOT NULL$", "", text)
+    simple = {
+        "STRING": "STRING", "BOOLEAN": "BOOLEAN", "TINYINT": "TINYINT", "SMALLINT": "SMALLINT",
+        "INT": "INT", "INTEGER": "INT", "BIGINT": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE",
+        "DATE": "DATE", "BYTES": "BINARY",
+    }
+    if text in simple:
+        return simple[text]
+    if text.startswith(("VARCHAR", "CHAR", "TEXT")):
+        return "STRING"
+    if text.startswith(("DECIMAL", "NUMERIC")):
+        return text.replace("NUMERIC", "DECIMAL")
+    if text.startswith(("TIMESTAMP", "DATETIME")):
+        # Flink TIMESTAMP(3) is wall-clock time; the job session runs in UTC, so values are unchanged.
+        return "TIMESTAMP"
+    raise SQLModelError(f"column {table}.{column}: type {flink_type} is not supported on Spark")
+
+
+def schema_ddl(table: Table) -> str:
+    physical = [c for c in table.columns if c.computed is None]
+    return ", ".join(f"`{c.name}` {spark_type(c.type, c.name, table.name)}" for c in physical)
+
+
+def _option(table: Table, key: str, required: bool = True) -> str | None:
+    value = table.options.get(key)
+    if value is None and required:
+        raise SQLModelError(f"table {table.name} needs the option '{key}'", line=table.line)
+    return value
+
+
+def _spark_options(table: Table) -> dict[str, str]:
+    return {k[len("spark."):]: v for k, v in table.options.items() if k.startswith("spark.")}
+
+
+def _format(table: Table, allowed: tuple[str, ...]) -> str:
+    fmt = _option(table, "format")
+    if fmt not in allowed:
+        raise SQLModelError(f"table {table.name}: format '{fmt}' is not supported (use {', '.join(allowed)})",
+                            line=table.line)
+    return fmt
+
+
+def connector(table: Table) -> str:
+    name = _option(table, "connector")
+    if name not in ("filesystem", "print", "kafka"):
+        raise SQLModelError(f"table {table.name}: connector '{name}' is not supported "
+                            "(use filesystem, print or kafka)", line=table.line)
+    return name
+
+
+# --------------------------------------------------------------------------------- sources
+def read_stream(spark: SparkSession, table: Table) -> DataFrame:
+    kind = connector(table)
+    if kind == "filesystem":
+        fmt = _format(table, FILE_FORMATS)
+        reader = spark.readStream.schema(schema_ddl(table)).format(fmt)
+        if fmt == "csv":
+            reader = reader.option("sep", table.options.get("csv.field-delimiter", ",")) \
+                .option("timestampFormat", TIMESTAMP_FORMAT).option("mode", "FAILFAST")
+        if fmt == "json":
+            reader = reader.option("timestampFormat", TIMESTAMP_FORMAT)
+        return reader.options(**_spark_options(table)).load(_option(table, "path"))
+    if kind == "kafka":
+        raw = spark.readStream.format("kafka").options(**kafka_source_options(table)).load()
+        return _decode(raw, table)
+    raise SQLModelError(f"table {table.name}: the print connector cannot be read", line=table.line)
+
+
+def kafka_source_options(table: Table) -> dict[str, str]:
+    """Flink's Kafka table options as Spark's Kafka source options."""
+    options = {
+        "kafka.bootstrap.servers": _option(table, "properties.bootstrap.servers"),
+        "subscribe": _option(table, "topic"),
+        "startingOffsets": _KAFKA_STARTUP.get(table.options.get("scan.startup.mode", "earliest-offset"),
+                                              "earliest"),
+    }
+    for key, value in table.options.items():
+        if key.startswith("properties.") and key != "properties.bootstrap.servers":
+            options["kafka." + key[len("properties."):]] = value
+    options.update(_spark_options(table))
+    return options
+
+
+def _decode(raw: DataFrame, table: Table) -> DataFrame:
+    fmt = _format(table, ("json", "csv"))
+    text = F.col("value").cast("string")
+    parsed = (F.from_json(text, schema_ddl(table), {"timestampFormat": TIMESTAMP_FORMAT}) if fmt == "json"
+              else F.from_csv(text, schema_ddl(table), {"timestampFormat": TIMESTAMP_FORMAT}))
+    return raw.select(parsed.alias("_row")).select("_row.*")
+
+
+# --------------------------------------------------------------------------------- sinks
+@dataclass(frozen=True)
+class FileSink:
+    """Writes each micro-batch to ``<path>/part-<batch id>.<format>``, replacing a replayed batch."""
+
+    path: str
+    fmt: str
+    options: dict[str, str]
+
+    def __call__(self, df: DataFrame, batch_id: int) -> None:
+        if df.isEmpty():
+            return
+        target = Path(self.path)
+        staging = target / "_staging" / f"batch-{batch_id}-{uuid.uuid4().hex}"
+        writer = df.coalesce(1).write.format(self.fmt).options(**self.options)
+        if self.fmt in ("csv", "json"):
+            writer = writer.option("timestampFormat", "yyyy-MM-dd HH:mm:ss.SSS")
+        writer.save(str(staging))
+        part = next(p for p in staging.iterdir() if p.name.startswith("part-") and not p.name.endswith(".crc"))
+        # Same directory tree, so the rename is atomic and replaces a file left by a crashed attempt.
+        os.replace(part, target / f"part-{batch_id:012d}.{self.fmt}")
+        shutil.rmtree(staging, ignore_errors=True)
+
+
+def print_sink(df: DataFrame, batch_id: int) -> None:
+    print(f"-------- batch {batch_id} --------", flush=True)
+    df.show(truncate=False, n=1000)
+
+
+def kafka_sink_options(table: Table) -> dict[str, str]:
+    options = {
+        "kafka.bootstrap.servers": _option(table, "properties.bootstrap.servers"),
+        "topic": _option(table, "topic"),
+    }
+    options.update(_spark_options(table))
+    return options
+
+
+def batch_writer(table: Table) -> BatchWriter:
+    kind = connector(table)
+    if kind == "filesystem":
+        fmt = _format(table, FILE_FORMATS)
+        path = _option(table, "path")
+        os.makedirs(path, exist_ok=True)
+        return FileSink(path, fmt, _spark_options(table))
+    if kind == "print":
+        return print_sink
+    options = kafka_sink_options(table)
+    fmt = _format(table, ("json", "csv"))
+
+    def to_kafka(df: DataFrame, batch_id: int) -> None:
+        columns = F.struct(*df.columns)
+        value = F.to_json(columns) if fmt == "json" else F.to_csv(columns)
+        df.select(value.alias("value")).write.format("kafka").options(**options).save()
+
+    return to_kafka

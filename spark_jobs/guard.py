@@ -1,0 +1,114 @@
+"""The checkpoint guard: a job refuses to restart on state its SQL cannot reuse.
+
+Beside Spark's own files, the checkpoint directory holds ``_stategate/job.sql`` (the SQL the state
+was built by) and ``_stategate/signature.json`` (the state layout it implies). On start the given SQL
+is compared with the recorded one by the analyzer:
+
+* FULL / PARTIAL → restart from the checkpoint;
+* INCOMPATIBLE → refuse; UNKNOWN → refuse unless a human accepted it (``--accept-unknown``);
+* ``--fresh`` → only on an empty checkpoint: the job never deletes or overwrites state (archiving
+  is the Airflow provider's job).
+
+This protects anyone who runs the job by hand, outside the Airflow gate, too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from analyzer import JobModel, Report, Verdict, build, compare_models
+from analyzer.errors import SQLModelError
+
+RECORD_DIR = "_stategate"
+
+
+class CheckpointRefused(RuntimeError):
+    """Starting would reuse (or silently discard) state the new SQL cannot use."""
+
+
+def state_signature(model: JobModel) -> dict:
+    """What the state of each pipeline is made of, for the record and for humans reading it."""
+    pipelines = {}
+    for pipeline in model.pipelines:
+        stages = []
+        for aggregate in pipeline.aggregate.chain() if pipeline.aggregate else ():
+            stages.append({
+                "window": aggregate.window.describe() if aggregate.window else None,
+                "group_keys": [k.value.key for k in aggregate.group_keys],
+                "grouping_sets": None if aggregate.grouping_sets is None
+                else [[k.key for k in s] for s in aggregate.grouping_sets],
+                "aggregates": [a.identity for a in aggregate.aggregates],
+            })
+        pipelines[pipeline.name] = {
+            "stages": stages,
+            "top_n": None if pipeline.topn is None else {
+                "partition_by": [k.key for k in pipeline.topn.partition_keys],
+                "order_by": [f"{k.key} {d}" for k, d in pipeline.topn.order_keys],
+                "n": pipeline.topn.limit,
+            },
+        }
+    return {"layout": "stategate-unpivot-v1", "pipelines": pipelines}
+
+
+@dataclass
+class CheckpointGuard:
+    checkpoint: Path
+    sql: str
+    model: JobModel
+
+    @property
+    def record_dir(self) -> Path:
+        return self.checkpoint / RECORD_DIR
+
+    def is_empty(self) -> bool:
+        return not self.checkpoint.exists() or not any(self.checkpoint.iterdir())
+
+    def check(self, fresh: bool = False, accept_unknown: bool = False) -> Report | None:
+        """Raise :class:`CheckpointRefused` unless starting is safe; the report of the change, if any."""
+        if self.is_empty():
+            return None
+        if fresh:
+            raise CheckpointRefused(
+                f"--fresh given but the checkpoint {self.checkpoint} holds state: the job never deletes "
+                "state. Archive it first (the Airflow clear-state task does), then start fresh.")
+        recorded = self.record_dir / "job.sql"
+        if not recorded.exists():
+            raise CheckpointRefused(
+                f"the checkpoint {self.checkpoint} has no stategate record ({recorded}): the SQL that "
+                "built its state is unknown, so a restart cannot be checked. Archive it and start fresh.")
+        try:
+            old = build(recorded.read_text(encoding="utf-8"), source=str(recorded))
+        except SQLModelError as error:
+            raise CheckpointRefused(f"the recorded SQL no longer parses: {error}") from None
+        report = compare_models(old, self.model)
+        verdict = report.verdict
+        if verdict is Verdict.INCOMPATIBLE or (verdict is Verdict.UNKNOWN and not accept_unknown):
+            reasons = "; ".join(f"{f.rule}: {f.message}" for f in report.findings
+                                if f.effect in (Verdict.INCOMPATIBLE, Verdict.UNKNOWN))
+            advice = ("clear the state (archive the checkpoint) and start with --fresh"
+                      if verdict is Verdict.INCOMPATIBLE
+                      else "a human must decide: restart with --accept-unknown, or archive and start --fresh")
+            raise CheckpointRefused(
+                f"refusing to restart from {self.checkpoint}: verdict {verdict.value} ({reasons}); {advice}")
+        return report
+
+    def record(self) -> None:
+        """Store the SQL the state is now built by; each file replaced atomically."""
+        self.record_dir.mkdir(parents=True, exist_ok=True)
+        _atomic_write(self.record_dir / "job.sql", self.sql)
+        signature = {**state_signature(self.model), "recorded_at": datetime.now(timezone.utc).isoformat()}
+        _atomic_write(self.record_dir / "signature.json", json.dumps(signature, indent=2))
+
+
+def _atomic_write(path: Path, text: str) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    with os.fdopen(fd, "w", encoding="utf-8") as handle:
+        handle.write(text)
+        handle.flush()
+        os.fsync(handle.fileno())
+    os.replace(tmp, path)

@@ -1,0 +1,99 @@
+"""Run a job script: guard the checkpoint, compile every pipeline, start one streaming query each."""
+
+from __future__ import annotations
+
+import logging
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Mapping
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql.streaming import StreamingQuery
+
+from analyzer import JobModel, Report, build
+from spark_jobs.compile import CompiledPipeline, compile_pipeline
+from spark_jobs.connectors import BatchWriter, batch_writer
+from spark_jobs.guard import CheckpointGuard
+
+log = logging.getLogger("stategate.job")
+
+AVAILABLE_NOW = "available-now"
+_PROCESSING_TIME = re.compile(r"^processing-time=(.+)$")
+
+
+@dataclass
+class RunResult:
+    report: Report | None  # the change against the checkpoint's SQL; None on a fresh start
+    queries: list[StreamingQuery]
+
+
+def trigger_options(trigger: str) -> dict:
+    if trigger == AVAILABLE_NOW:
+        return {"availableNow": True}
+    match = _PROCESSING_TIME.match(trigger)
+    if match:
+        return {"processingTime": match.group(1)}
+    raise ValueError(f"unknown trigger {trigger!r}: use available-now or processing-time=<interval>")
+
+
+def run(
+    spark: SparkSession,
+    sql: str,
+    checkpoint: str | Path,
+    *,
+    source: str = "<sql>",
+    trigger: str = AVAILABLE_NOW,
+    fresh: bool = False,
+    accept_unknown: bool = False,
+    writers: Mapping[str, BatchWriter] | None = None,
+    wait: bool = True,
+) -> RunResult:
+    """Start the job. ``writers`` replaces the sink of a pipeline (by name), for tests and tools."""
+    options = trigger_options(trigger)
+    model = build(sql, source=source)
+    checkpoint = Path(checkpoint)
+    guard = CheckpointGuard(checkpoint, sql, model)
+    report = guard.check(fresh=fresh, accept_unknown=accept_unknown)
+    if report is not None:
+        log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
+    compiled = [compile_pipeline(spark, model, p) for p in model.pipelines]
+    queries = []
+    try:
+        for pipeline in compiled:
+            writer = (writers or {}).get(pipeline.pipeline.name) or _writer(pipeline)
+            queries.append(_start(pipeline, writer, checkpoint / _dir_name(pipeline.pipeline.name), options))
+        guard.record()
+        if wait:
+            for query in queries:
+                query.awaitTermination()
+    except BaseException:
+        for query in queries:
+            if query.isActive:
+                query.stop()
+        raise
+    return RunResult(report, queries)
+
+
+def _writer(pipeline: CompiledPipeline) -> BatchWriter:
+    if pipeline.sink is None:
+        raise ValueError(f"{pipeline.pipeline.name}: a bare SELECT has no sink; use INSERT INTO")
+    return batch_writer(pipeline.sink)
+
+
+def _start(pipeline: CompiledPipeline, writer: BatchWriter, location: Path, options: dict) -> StreamingQuery:
+    finalize: Callable[[DataFrame], DataFrame] = pipeline.finalize
+
+    def write_batch(batch: DataFrame, batch_id: int) -> None:
+        writer(finalize(batch), batch_id)
+
+    return (pipeline.stream.writeStream.outputMode("append").foreachBatch(write_batch)
+            .option("checkpointLocation", str(location)).trigger(**options).start())
+
+
+def _dir_name(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9_.#-]", "_", name)
+
+
+def describe(model: JobModel) -> str:
+    return ", ".join(p.name for p in model.pipelines)

@@ -1,0 +1,36 @@
+"""Running job SQL in tests: real streaming queries on real files, results collected per batch."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from spark_jobs.job import run
+
+DATA = Path(__file__).resolve().parents[1] / "data"
+
+BID_COLUMNS = "bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING, supplier_id STRING"
+#: A bid far after the seed's data: its watermark closes every seed window, and it opens none of them.
+CLOSER = "2020-04-16 00:00:00,0.00,Z,closer\n"
+
+
+def bid_ddl(path: Path, name: str = "Bid", delay: str = "INTERVAL '1' SECOND") -> str:
+    return (f"CREATE TABLE {name} ({BID_COLUMNS},\n  WATERMARK FOR bidtime AS bidtime - {delay}\n)"
+            f" WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv');\n")
+
+
+def seed_bids(tmp: Path, closing: bool = True) -> Path:
+    """The seed 003 Bid table as a source directory (plus the closing bid)."""
+    source = tmp / "bids"
+    source.mkdir(parents=True, exist_ok=True)
+    shutil.copy(DATA / "bids" / "bids.csv", source / "0-seed.csv")
+    if closing:
+        (source / "9-closer.csv").write_text(CLOSER)
+    return source
+
+
+def collect(spark, sql: str, checkpoint: Path, pipeline: str = "select#1", **options) -> list[tuple]:
+    """Run ``sql`` to completion (available-now) and return the emitted rows as sorted tuples of text."""
+    rows: list = []
+    run(spark, sql, checkpoint, writers={pipeline: lambda df, _: rows.extend(df.collect())}, **options)
+    return sorted(tuple("NULL" if v is None else str(v) for v in row) for row in rows)

@@ -140,10 +140,8 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
 
 
 def _with_rows(aggregates: tuple[Aggregate, ...]) -> list[Aggregate]:
-    """The query's aggregates, plus COUNT(*) which every layout keeps (see state.ROWS)."""
-    if any(a.identity == ROWS for a in aggregates):
-        return list(aggregates)
-    return [*aggregates, Aggregate(function="COUNT", distinct=False, args=(), written="COUNT(*)")]
+    """The query's aggregates, plus the row count every layout keeps (see state.ROWS)."""
+    return [*aggregates, Aggregate(function=ROWS, distinct=False, args=(), written=ROWS)]
 
 
 def _typed(slot: Slot, projected: DataFrame) -> Slot:

@@ -40,8 +40,10 @@ from pyspark.sql import types as T
 from analyzer.errors import SQLModelError
 from analyzer.model import Aggregate
 
-#: The aggregate that every layout has: it defines which (key, window) groups exist, and sessions.
-ROWS = "COUNT(*)"
+#: The internal row count every layout keeps, whatever the query's aggregates: it says which
+#: (key, window) groups exist and shapes sessions. It is not the user's COUNT(*), which has its own
+#: identity and so starts from zero when it is added, as the PARTIAL verdict promises.
+ROWS = "__rows__"
 
 #: Value families of the buffer: one typed slot per family keeps the schema fixed.
 FAMILIES: dict[str, T.DataType] = {
@@ -84,7 +86,7 @@ class Slot:
 
     @property
     def identity(self) -> str:
-        return self.aggregate.identity
+        return ROWS if self.aggregate.function == ROWS else self.aggregate.identity
 
     @property
     def function(self) -> str:
@@ -153,6 +155,8 @@ def pivot_columns(slots: Sequence[Slot]) -> list[Column]:
     """Per emitted window: each aggregate's final value, gathered from its rows (one per DISTINCT value)."""
     columns = [F.max(F.when(F.col("agg") == ROWS, F.col("n"))).alias("_rows")]
     for index, slot in enumerate(slots):
+        if slot.identity == ROWS:
+            continue
         mine = (F.col("agg") == slot.identity) & (F.coalesce(F.col("n"), F.lit(0)) > 0)
         columns.append(_final(slot, mine).alias(f"a{index}"))
     return columns

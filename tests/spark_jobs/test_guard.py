@@ -1,0 +1,89 @@
+"""The checkpoint guard refuses restarts the verdict forbids, and never touches the state it refuses."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from spark_jobs.guard import RECORD_DIR, CheckpointRefused
+from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
+
+
+def query(select: str, group: str, size: str = "10") -> str:
+    return (f"SELECT {select}\nFROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{size}' MINUTES))\n"
+            f"GROUP BY {group};")
+
+
+V1 = query("window_start, item, supplier_id, SUM(price) AS s", "item, supplier_id, window_start, window_end")
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.fixture
+def deployed(spark, tmp_path) -> tuple[Path, Path]:
+    source = seed_bids(tmp_path)
+    checkpoint = tmp_path / "checkpoint"
+    collect(spark, bid_ddl(source) + V1, checkpoint)
+    return source, checkpoint
+
+
+def test_the_record_holds_the_sql_and_the_state_signature(deployed) -> None:
+    _, checkpoint = deployed
+    assert "SUM(price) AS s" in (checkpoint / RECORD_DIR / "job.sql").read_text()
+    signature = json.loads((checkpoint / RECORD_DIR / "signature.json").read_text())
+    stage = signature["pipelines"]["select#1"]["stages"][0]
+    assert stage["aggregates"] == ["SUM(Bid.price)"]
+    assert stage["window"] == "TUMBLE(Bid.bidtime, size=10min)"
+
+
+@pytest.mark.parametrize("v2, verdict", [
+    (query("window_start, item, supplier_id, SUM(price) AS s", "item, supplier_id, window_start, window_end", "5"),
+     "INCOMPATIBLE"),
+    # Two STRING keys swapped: Spark's own state-schema check would pass and read the wrong state.
+    (query("window_start, item, supplier_id, SUM(price) AS s", "supplier_id, item, window_start, window_end"),
+     "INCOMPATIBLE"),
+    (query("window_start, item, supplier_id, SUM(price) AS s", "item, supplier_id, window_start, window_end")
+     .replace("FROM TABLE(TUMBLE(TABLE Bid,", "FROM TABLE(TUMBLE(TABLE Cheap,"), "UNKNOWN"),
+])
+def test_refuses_incompatible_and_unknown_restarts_leaving_state_untouched(spark, deployed, v2, verdict) -> None:
+    source, checkpoint = deployed
+    ddl = bid_ddl(source) + "CREATE TEMPORARY VIEW Cheap AS SELECT * FROM Bid WHERE price < 5;\n"
+    before = snapshot(checkpoint)
+    with pytest.raises(CheckpointRefused, match=f"verdict {verdict}"):
+        collect(spark, ddl + v2, checkpoint)
+    assert snapshot(checkpoint) == before
+
+
+def test_a_human_may_accept_an_unknown_verdict(spark, deployed) -> None:
+    source, checkpoint = deployed
+    v2 = bid_ddl(source) + "CREATE TEMPORARY VIEW Cheap AS SELECT * FROM Bid WHERE price < 5;\n" + V1.replace(
+        "TABLE Bid,", "TABLE Cheap,")
+    collect(spark, v2, checkpoint, accept_unknown=True)
+    assert "Cheap" in (checkpoint / RECORD_DIR / "job.sql").read_text()
+
+
+def test_fresh_on_a_non_empty_checkpoint_is_refused(spark, deployed) -> None:
+    source, checkpoint = deployed
+    before = snapshot(checkpoint)
+    with pytest.raises(CheckpointRefused, match="never deletes state"):
+        collect(spark, bid_ddl(source) + V1, checkpoint, fresh=True)
+    assert snapshot(checkpoint) == before
+
+
+def test_a_checkpoint_without_a_record_is_refused(spark, deployed) -> None:
+    source, checkpoint = deployed
+    for file in (checkpoint / RECORD_DIR).iterdir():
+        file.unlink()
+    (checkpoint / RECORD_DIR).rmdir()
+    with pytest.raises(CheckpointRefused, match="no stategate record"):
+        collect(spark, bid_ddl(source) + V1, checkpoint)
+
+
+def test_fresh_start_on_an_empty_checkpoint(spark, tmp_path) -> None:
+    source = seed_bids(tmp_path)
+    rows = collect(spark, bid_ddl(source) + V1, tmp_path / "new", fresh=True)
+    assert len(rows) == 6  # one row per bid: every (item, supplier) pair is its own group

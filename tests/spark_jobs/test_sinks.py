@@ -1,0 +1,124 @@
+"""Sinks and sources: exactly-once file output across a crash, and the Kafka option mapping."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from analyzer import build
+from spark_jobs.connectors import kafka_sink_options, kafka_source_options, schema_ddl
+from spark_jobs.job import run
+from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER, DATA
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def job(source: Path, sink: Path) -> str:
+    return f"""
+CREATE TABLE Bid ({BID_COLUMNS},
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv', 'spark.maxFilesPerTrigger' = '1');
+CREATE TABLE Totals (window_start TIMESTAMP(3), supplier_id STRING, total DECIMAL(38, 2), bids BIGINT)
+WITH ('connector' = 'filesystem', 'path' = '{sink}', 'format' = 'parquet');
+INSERT INTO Totals
+SELECT window_start, supplier_id, SUM(price), COUNT(*)
+FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES))
+GROUP BY supplier_id, window_start, window_end;
+"""
+
+
+def split_bids(directory: Path) -> None:
+    """The seed bids, one file per bid, so that each micro-batch closes a window.
+
+    Spark reads new files in modification-time order; files written within the same clock tick
+    would come in any order and later bids would make earlier ones late, so the times are set."""
+    directory.mkdir(parents=True)
+    lines = (DATA / "bids" / "bids.csv").read_text().splitlines(keepends=True) + [CLOSER]
+    for index, line in enumerate(lines):
+        path = directory / f"{index:02d}.csv"
+        path.write_text(line)
+        os.utime(path, (1_600_000_000 + index, 1_600_000_000 + index))
+
+
+def read(sink: Path) -> list[tuple]:
+    frame = pd.read_parquet(sink)
+    return sorted(tuple(str(v) for v in row) for row in frame.itertuples(index=False))
+
+
+def test_file_sink_is_exactly_once_across_a_crash(spark, tmp_path) -> None:
+    source, sink, checkpoint = tmp_path / "bids", tmp_path / "out", tmp_path / "checkpoint"
+    split_bids(source)
+    run(spark, job(source, sink), checkpoint)
+    expected = read(sink)
+    assert len(expected) == 5 and len(list(sink.glob("part-*.parquet"))) >= 3
+
+    # A crash after the batch wrote its file but before Spark committed it: the batch is replayed.
+    commits = sorted((p for p in (checkpoint / "Totals" / "commits").iterdir() if p.name.isdigit()),
+                     key=lambda p: int(p.name))
+    replayed = [c for c in commits if any(sink.glob(f"part-{int(c.name):012d}.parquet"))][-1]
+    replayed.unlink()
+    replayed.with_name(f".{replayed.name}.crc").unlink(missing_ok=True)
+    (sink / "_staging" / "batch-crashed").mkdir(parents=True)  # debris a killed writer leaves
+    run(spark, job(source, sink), checkpoint)
+    assert read(sink) == expected, "a replayed batch replaces its file: no duplicate, no gap"
+
+
+def test_the_job_runs_as_a_module(tmp_path) -> None:
+    source, sink = tmp_path / "bids", tmp_path / "out"
+    split_bids(source)
+    script = tmp_path / "job.sql"
+    script.write_text(job(source, sink))
+    command = [sys.executable, "-m", "spark_jobs", "run", "--sql", str(script), "--checkpoint",
+               str(tmp_path / "checkpoint"), "--master", "local[1]"]
+    result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert result.returncode == 0, result.stderr[-2000:]
+    assert "ran (FRESH)" in result.stdout
+    assert ("2020-04-15 08:05:00", "supplier1", "6.00", "2") in read(sink)
+
+    again = subprocess.run([*command, "--fresh"], cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert again.returncode == 3 and "never deletes state" in again.stderr
+
+    script.write_text(job(source, sink).replace("'5' MINUTES", "'10' MINUTES"))
+    refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert refused.returncode == 3 and "verdict INCOMPATIBLE" in refused.stderr
+
+    script.write_text("SELECT FROM WHERE")
+    invalid = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert invalid.returncode == 2 and f"{script}:1" in invalid.stderr
+
+
+KAFKA = """
+CREATE TABLE Bids (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING,
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '2' SECOND)
+WITH ('connector' = 'kafka', 'topic' = 'bids', 'properties.bootstrap.servers' = 'broker:9092',
+      'properties.group.id' = 'stategate', 'scan.startup.mode' = 'latest-offset', 'format' = 'json',
+      'spark.maxOffsetsPerTrigger' = '1000');
+CREATE TABLE Out (item STRING, total DECIMAL(38, 2))
+WITH ('connector' = 'kafka', 'topic' = 'totals', 'properties.bootstrap.servers' = 'broker:9092', 'format' = 'json');
+"""
+
+
+def test_kafka_options_map_to_spark_kafka_options() -> None:
+    tables = build(KAFKA).tables
+    assert kafka_source_options(tables["Bids"]) == {
+        "kafka.bootstrap.servers": "broker:9092",
+        "subscribe": "bids",
+        "startingOffsets": "latest",
+        "kafka.group.id": "stategate",
+        "maxOffsetsPerTrigger": "1000",
+    }
+    assert kafka_sink_options(tables["Out"]) == {"kafka.bootstrap.servers": "broker:9092", "topic": "totals"}
+    assert schema_ddl(tables["Bids"]) == "`bidtime` TIMESTAMP, `price` DECIMAL(10, 2), `item` STRING"
+
+
+def test_kafka_options_are_required() -> None:
+    from analyzer import SQLModelError
+
+    table = build(KAFKA.replace("'topic' = 'bids', ", "")).tables["Bids"]
+    with pytest.raises(SQLModelError, match="needs the option 'topic'"):
+        kafka_source_options(table)

@@ -1,0 +1,54 @@
+"""Constructs the Spark job cannot run fail at compile time, naming the construct and the place."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzer import SQLModelError
+from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
+
+WINDOW = "TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))"
+
+
+@pytest.mark.parametrize("sql, message", [
+    ("SELECT item, COUNT(*) FROM Bid GROUP BY item", "GROUP BY without a window"),
+    ("SELECT item, price FROM Bid", "no window aggregation"),
+    (f"SELECT window_start, STDDEV_POP(price) FROM {WINDOW} GROUP BY window_start, window_end",
+     "is not supported (supported: COUNT, SUM, MIN, MAX, AVG)"),
+    (f"SELECT window_start, weighted_avg(price, price) FROM {WINDOW} GROUP BY window_start, window_end",
+     "user-defined aggregate"),
+    ("SELECT window_start, COUNT(DISTINCT item) FROM TABLE(SESSION(TABLE Bid, DESCRIPTOR(bidtime), "
+     "INTERVAL '2' MINUTES)) GROUP BY window_start, window_end", "DISTINCT aggregates over SESSION"),
+    ("SELECT window_start, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(pt), INTERVAL '10' MINUTES)) "
+     "GROUP BY window_start, window_end", "processing-time windows are not supported"),
+    (f"SELECT window_start, SUM(price) FROM (SELECT * FROM {WINDOW}, LATERAL TABLE(split(item)) AS T(x)) "
+     "GROUP BY window_start, window_end", "LATERAL TABLE(split)"),
+    ("SET 'table.exec.emit.early-fire.enabled' = 'true';\n"
+     f"SELECT window_start, SUM(price) FROM {WINDOW} GROUP BY window_start, window_end", "early-fire"),
+    (f"SELECT window_start, SUM(price) FROM {WINDOW.replace('Bid', 'Nope')} GROUP BY window_start, window_end",
+     "not declared with CREATE TABLE"),
+    (f"SELECT a.window_start, SUM(a.price) FROM {WINDOW} AS a JOIN Bid b ON a.item = b.item "
+     "GROUP BY a.window_start, a.window_end", "not supported on Spark: join"),
+])
+def test_unsupported_construct_is_named(spark, tmp_path, sql: str, message: str) -> None:
+    source = seed_bids(tmp_path)
+    ddl = bid_ddl(source).replace("supplier_id STRING,", "supplier_id STRING, pt AS PROCTIME(),")
+    with pytest.raises(SQLModelError) as caught:
+        collect(spark, ddl + sql, tmp_path / "checkpoint")
+    assert message in str(caught.value)
+    assert not (tmp_path / "checkpoint").exists(), "nothing is written for a job that does not compile"
+
+
+def test_insert_into_an_undeclared_sink(spark, tmp_path) -> None:
+    source = seed_bids(tmp_path)
+    sql = f"INSERT INTO Out SELECT window_start, SUM(price) FROM {WINDOW} GROUP BY window_start, window_end"
+    with pytest.raises(SQLModelError, match="INSERT INTO Out: the sink table is not declared"):
+        collect(spark, bid_ddl(source) + sql, tmp_path / "checkpoint", pipeline="Out")
+
+
+def test_sink_width_must_match(spark, tmp_path) -> None:
+    source = seed_bids(tmp_path)
+    sql = ("CREATE TABLE Out (ws TIMESTAMP(3)) WITH ('connector' = 'print');\n"
+           f"INSERT INTO Out SELECT window_start, SUM(price) FROM {WINDOW} GROUP BY window_start, window_end")
+    with pytest.raises(SQLModelError, match="the query has 2 columns, the table 1"):
+        collect(spark, bid_ddl(source) + sql, tmp_path / "checkpoint", pipeline="Out")

@@ -17,6 +17,7 @@ if __package__ in (None, ""):
     # Run as a file by spark-submit: make the project's packages importable.
     sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from analyzer import Verdict  # noqa: E402
 from analyzer.errors import SQLModelError  # noqa: E402
 from spark_jobs.guard import CheckpointRefused  # noqa: E402
 
@@ -32,8 +33,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--trigger", default="available-now",
                      help="available-now (process what is there, then stop) or processing-time=<interval>")
     run.add_argument("--fresh", action="store_true", help="start without state; the checkpoint must be empty")
-    run.add_argument("--accept-unknown", action="store_true",
-                     help="restart on an UNKNOWN verdict (a human decided the state is reusable)")
+    run.add_argument("--accept", choices=("FULL", "PARTIAL", "UNKNOWN"), default="PARTIAL",
+                     help="worst verdict to restart on (default PARTIAL); UNKNOWN once a human decided "
+                          "the state is reusable. INCOMPATIBLE always refuses")
     run.add_argument("--master", help="Spark master when run without spark-submit (default local[2])")
     return parser
 
@@ -53,7 +55,7 @@ def main(argv: list[str] | None = None) -> int:
     spark = get_session(f"stategate:{sql_path.stem}", master=args.master)
     try:
         result = run(spark, sql, args.checkpoint, source=str(sql_path), trigger=args.trigger,
-                     fresh=args.fresh, accept_unknown=args.accept_unknown)
+                     fresh=args.fresh, accept=Verdict(args.accept))
     except SQLModelError as error:
         print(f"stategate: {error}", file=sys.stderr)
         return EXIT_INVALID

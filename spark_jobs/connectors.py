@@ -4,8 +4,10 @@ Connectors:
 
 * ``'connector' = 'filesystem'``, ``'path'``, ``'format'`` = csv | json | parquet. As a source, the
   directory is read as a stream of files with the DDL's column types. As a sink, every micro-batch
-  is written to one file named after the batch id, staged and then renamed into place: a batch
-  replayed after a crash replaces its own file, so the directory never holds a duplicate or a gap.
+  is written to one file named after the query and the batch (``part-<query id>-<batch id>``),
+  staged and then renamed into place: a batch replayed after a crash replaces its own file, so the
+  directory never holds a duplicate or a gap, and a fresh start (a new query id) never overwrites
+  what an earlier deployment wrote.
 * ``'connector' = 'print'``: the console.
 * ``'connector' = 'kafka'``: ``'properties.bootstrap.servers'``, ``'topic'``, ``'format'`` = json | csv,
   ``'scan.startup.mode'``. Needs the ``spark-sql-kafka-0-10`` package on the Spark classpath
@@ -138,7 +140,7 @@ def _decode(raw: DataFrame, table: Table) -> DataFrame:
 # --------------------------------------------------------------------------------- sinks
 @dataclass(frozen=True)
 class FileSink:
-    """Writes each micro-batch to ``<path>/part-<batch id>.<format>``, replacing a replayed batch."""
+    """Writes each micro-batch to ``<path>/part-<query id>-<batch id>.<format>``, replacing a replay."""
 
     path: str
     fmt: str
@@ -154,8 +156,10 @@ class FileSink:
             writer = writer.option("timestampFormat", "yyyy-MM-dd HH:mm:ss.SSS")
         writer.save(str(staging))
         part = next(p for p in staging.iterdir() if p.name.startswith("part-") and not p.name.endswith(".crc"))
+        # The query id is stable across restarts of one checkpoint and new for a fresh one.
+        query = df.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId") or "batch"
         # Same directory tree, so the rename is atomic and replaces a file left by a crashed attempt.
-        os.replace(part, target / f"part-{batch_id:012d}.{self.fmt}")
+        os.replace(part, target / f"part-{query}-{batch_id:012d}.{self.fmt}")
         shutil.rmtree(staging, ignore_errors=True)
 
 

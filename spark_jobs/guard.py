@@ -5,7 +5,7 @@ was built by) and ``_stategate/signature.json`` (the state layout it implies). O
 is compared with the recorded one by the analyzer:
 
 * FULL / PARTIAL → restart from the checkpoint;
-* INCOMPATIBLE → refuse; UNKNOWN → refuse unless a human accepted it (``--accept-unknown``);
+* INCOMPATIBLE → refuse; UNKNOWN → refuse unless a human accepted it (``--accept UNKNOWN``);
 * ``--fresh`` → only on an empty checkpoint: the job never deletes or overwrites state (archiving
   is the Airflow provider's job).
 
@@ -22,6 +22,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from analyzer import JobModel, Report, Verdict, build, compare_models
+from analyzer.signature import state_signature
 from analyzer.errors import SQLModelError
 
 RECORD_DIR = "_stategate"
@@ -29,30 +30,6 @@ RECORD_DIR = "_stategate"
 
 class CheckpointRefused(RuntimeError):
     """Starting would reuse (or silently discard) state the new SQL cannot use."""
-
-
-def state_signature(model: JobModel) -> dict:
-    """What the state of each pipeline is made of, for the record and for humans reading it."""
-    pipelines = {}
-    for pipeline in model.pipelines:
-        stages = []
-        for aggregate in pipeline.aggregate.chain() if pipeline.aggregate else ():
-            stages.append({
-                "window": aggregate.window.describe() if aggregate.window else None,
-                "group_keys": [k.value.key for k in aggregate.group_keys],
-                "grouping_sets": None if aggregate.grouping_sets is None
-                else [[k.key for k in s] for s in aggregate.grouping_sets],
-                "aggregates": [a.identity for a in aggregate.aggregates],
-            })
-        pipelines[pipeline.name] = {
-            "stages": stages,
-            "top_n": None if pipeline.topn is None else {
-                "partition_by": [k.key for k in pipeline.topn.partition_keys],
-                "order_by": [f"{k.key} {d}" for k, d in pipeline.topn.order_keys],
-                "n": pipeline.topn.limit,
-            },
-        }
-    return {"layout": "stategate-unpivot-v1", "pipelines": pipelines}
 
 
 @dataclass
@@ -68,8 +45,11 @@ class CheckpointGuard:
     def is_empty(self) -> bool:
         return not self.checkpoint.exists() or not any(self.checkpoint.iterdir())
 
-    def check(self, fresh: bool = False, accept_unknown: bool = False) -> Report | None:
-        """Raise :class:`CheckpointRefused` unless starting is safe; the report of the change, if any."""
+    def check(self, fresh: bool = False, accept: Verdict = Verdict.PARTIAL) -> Report | None:
+        """Raise :class:`CheckpointRefused` unless starting is safe; the report of the change, if any.
+
+        ``accept`` is the worst verdict to restart on: PARTIAL by default, UNKNOWN once a human has
+        decided the state is reusable. INCOMPATIBLE is never accepted."""
         if self.is_empty():
             return None
         if fresh:
@@ -87,12 +67,12 @@ class CheckpointGuard:
             raise CheckpointRefused(f"the recorded SQL no longer parses: {error}") from None
         report = compare_models(old, self.model)
         verdict = report.verdict
-        if verdict is Verdict.INCOMPATIBLE or (verdict is Verdict.UNKNOWN and not accept_unknown):
+        if verdict is Verdict.INCOMPATIBLE or verdict > accept:
             reasons = "; ".join(f"{f.rule}: {f.message}" for f in report.findings
                                 if f.effect in (Verdict.INCOMPATIBLE, Verdict.UNKNOWN))
             advice = ("clear the state (archive the checkpoint) and start with --fresh"
                       if verdict is Verdict.INCOMPATIBLE
-                      else "a human must decide: restart with --accept-unknown, or archive and start --fresh")
+                      else "a human must decide: restart with --accept UNKNOWN, or archive and start --fresh")
             raise CheckpointRefused(
                 f"refusing to restart from {self.checkpoint}: verdict {verdict.value} ({reasons}); {advice}")
         return report

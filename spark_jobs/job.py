@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from analyzer import JobModel, Report, build
+from analyzer import Report, Verdict, build
 from spark_jobs.compile import CompiledPipeline, compile_pipeline
 from spark_jobs.connectors import BatchWriter, batch_writer
 from spark_jobs.guard import CheckpointGuard
@@ -45,7 +45,7 @@ def run(
     source: str = "<sql>",
     trigger: str = AVAILABLE_NOW,
     fresh: bool = False,
-    accept_unknown: bool = False,
+    accept: Verdict = Verdict.PARTIAL,
     writers: Mapping[str, BatchWriter] | None = None,
     wait: bool = True,
 ) -> RunResult:
@@ -54,7 +54,7 @@ def run(
     model = build(sql, source=source)
     checkpoint = Path(checkpoint)
     guard = CheckpointGuard(checkpoint, sql, model)
-    report = guard.check(fresh=fresh, accept_unknown=accept_unknown)
+    report = guard.check(fresh=fresh, accept=accept)
     if report is not None:
         log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
     compiled = [compile_pipeline(spark, model, p) for p in model.pipelines]
@@ -93,7 +93,3 @@ def _start(pipeline: CompiledPipeline, writer: BatchWriter, location: Path, opti
 
 def _dir_name(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9_.#-]", "_", name)
-
-
-def describe(model: JobModel) -> str:
-    return ", ".join(p.name for p in model.pipelines)

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from analyzer import Verdict
 from spark_jobs.guard import RECORD_DIR, CheckpointRefused
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
 
@@ -55,6 +56,9 @@ def test_refuses_incompatible_and_unknown_restarts_leaving_state_untouched(spark
     before = snapshot(checkpoint)
     with pytest.raises(CheckpointRefused, match=f"verdict {verdict}"):
         collect(spark, ddl + v2, checkpoint)
+    if verdict == "INCOMPATIBLE":
+        with pytest.raises(CheckpointRefused, match=f"verdict {verdict}"):
+            collect(spark, ddl + v2, checkpoint, accept=Verdict.UNKNOWN)
     assert snapshot(checkpoint) == before
 
 
@@ -62,7 +66,7 @@ def test_a_human_may_accept_an_unknown_verdict(spark, deployed) -> None:
     source, checkpoint = deployed
     v2 = bid_ddl(source) + "CREATE TEMPORARY VIEW Cheap AS SELECT * FROM Bid WHERE price < 5;\n" + V1.replace(
         "TABLE Bid,", "TABLE Cheap,")
-    collect(spark, v2, checkpoint, accept_unknown=True)
+    collect(spark, v2, checkpoint, accept=Verdict.UNKNOWN)
     assert "Cheap" in (checkpoint / RECORD_DIR / "job.sql").read_text()
 
 

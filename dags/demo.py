@@ -1,0 +1,123 @@
+"""``make demo``: a redeploy story told by the real DAG, real Airflow and real spark-submit.
+
+    run 1  v1 first deploy             → fresh start
+    run 2  v2 adds MAX(price)          → PARTIAL: restart from the checkpoint; bids/total keep their
+                                         history, top_bid starts from zero
+    run 3  v3 changes the window size  → INCOMPATIBLE: the checkpoint is archived, fresh start
+    run 4  v3 again (scheduled run)    → FULL: the stream simply continues
+
+Before each run the next part of the bundled bid files "arrives". Everything is written under
+``demo-run/`` (Airflow home with SQLite, the job root, the sink files), kept for inspection.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+BUNDLED = Path(__file__).with_name("stategate_demo")
+STORY = [
+    ("v1.sql", 1, "first deploy of v1 (10-minute bid totals per supplier)"),
+    ("v2.sql", 2, "v2 adds MAX(price) AS top_bid"),
+    ("v3.sql", 3, "v3 changes the window to 15 minutes"),
+    ("v3.sql", 4, "scheduled run, SQL unchanged"),
+]
+BRANCHES = ("restart", "clear", "first_deploy", "approval")
+
+
+def prepare(demo: Path) -> dict[str, str]:
+    """A private Airflow home (SQLite) and the environment every Airflow call here uses."""
+    shutil.rmtree(demo, ignore_errors=True)
+    (demo / "incoming").mkdir(parents=True)
+    home = demo / "airflow"
+    bin_dir = str(Path(sys.executable).parent)
+    env = {
+        "AIRFLOW_HOME": str(home),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
+        "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
+        "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
+        "AIRFLOW_CONN_SPARK_DEFAULT": json.dumps({"conn_type": "spark", "host": "local[*]"}),
+        "PATH": f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}",
+        "PYSPARK_PYTHON": sys.executable,
+    }
+    os.environ.update(env)
+    subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    return env
+
+
+def arrive(demo: Path, part: int) -> None:
+    target = demo / "incoming" / f"bids-part{part}.csv"
+    shutil.copy(BUNDLED / f"bids-part{part}.csv", target)
+    os.utime(target, (1_700_000_000 + part, 1_700_000_000 + part))
+
+
+def xcom(run_id: str, task_id: str, key: str):
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    with create_session() as session:
+        row = session.scalar(select(XComModel).where(
+            XComModel.run_id == run_id, XComModel.task_id == task_id, XComModel.key == key))
+        return None if row is None else XComModel.deserialize_value(row)
+
+
+def new_rows(sink: Path, seen: set[str]):
+    import pandas as pd
+
+    files = sorted(p for p in sink.glob("part-*.parquet") if p.name not in seen)
+    seen.update(p.name for p in files)
+    if not files:
+        return None
+    return pd.concat([pd.read_parquet(p) for p in files]).sort_values(["window_start", "supplier_id"])
+
+
+def main() -> int:
+    demo = REPO / "demo-run"
+    prepare(demo)
+    from airflow.sdk import DagRunState
+
+    sys.path.insert(0, str(REPO))
+    from dags.stategate_redeploy import dag
+
+    root = demo / "root"
+    seen: set[str] = set()
+    for version, part, story in STORY:
+        (demo / "current.sql").write_text((BUNDLED / version).read_text().replace("{demo}", str(demo)))
+        arrive(demo, part)
+        print(f"\n=== run {part}: {story} (+ bids-part{part}.csv) ===", flush=True)
+        run = dag.test(run_conf={"job": "bids", "sql": str(demo / "current.sql"), "root": f"file://{root}"})
+        states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+        branch = next((b for b in BRANCHES if states.get(b) == "success"), "?")
+        print(f"verdict: {xcom(run.run_id, 'gate', 'verdict')}    branch: {branch}    run: {run.state}")
+        report = xcom(run.run_id, "gate", "report")
+        for finding in (report or {}).get("findings", []):
+            print(f"  {finding['effect']:<12} {finding['rule']:<34} {finding['message']}")
+        if report and report["aggregates"]["added"]:
+            print(f"  aggregates kept: {report['aggregates']['kept']}  added: {report['aggregates']['added']}")
+        archive = root / "bids" / "archive"
+        if states.get("clear_state") == "success":
+            print(f"  checkpoint archived to {next(archive.iterdir())}")
+        if run.state != DagRunState.SUCCESS:
+            print(f"the DAG run failed: {states}", file=sys.stderr)
+            return 1
+        sink = demo / "out" / ("supplier_totals_15m" if version == "v3.sql" else "supplier_totals")
+        rows = new_rows(sink, seen)
+        if rows is not None:
+            print(f"  {len(rows)} new result rows in {sink.name}/, the first windows:")
+            print("    " + rows.head(6).to_string(index=False).replace("\n", "\n    "))
+    history = sorted((root / "bids" / "history").glob("*.json"))
+    print(f"\ndeployment record: {root / 'bids' / 'deployment.json'} ({len(history)} earlier in history/)")
+    print(f"everything is under {demo}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,22 @@
+-- v3: 15-minute windows (INCOMPATIBLE: the state is archived and the job starts fresh).
+CREATE TABLE Bid (
+  bidtime TIMESTAMP(3),
+  price DECIMAL(10, 2),
+  item STRING,
+  supplier_id STRING,
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{demo}/incoming', 'format' = 'csv');
+
+CREATE TABLE SupplierTotals (
+  window_start TIMESTAMP(3),
+  window_end TIMESTAMP(3),
+  supplier_id STRING,
+  bids BIGINT,
+  total DECIMAL(38, 2),
+  top_bid DECIMAL(10, 2)
+) WITH ('connector' = 'filesystem', 'path' = '{demo}/out/supplier_totals_15m', 'format' = 'parquet');
+
+INSERT INTO SupplierTotals
+SELECT window_start, window_end, supplier_id, COUNT(*) AS bids, SUM(price) AS total, MAX(price) AS top_bid
+FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '15' MINUTES))
+GROUP BY supplier_id, window_start, window_end;

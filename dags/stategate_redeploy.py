@@ -1,0 +1,96 @@
+"""Scheduled, safe redeploys of a Spark Structured Streaming window job.
+
+Every run picks up the job's current SQL file and lets the gate decide::
+
+    gate ─► restart ─────────────────────────────────► submit_restart ─┐
+        ├─► clear ───────────► clear_state ─► submit_fresh ──────────────┼─► record
+        ├─► first_deploy ───────────────────► submit_fresh               │
+        └─► approval ─► approved_restart ───► submit_restart ────────────┘
+                     └► approved_clear ─────► clear_state
+    release_lock: teardown, frees the redeploy lock whatever happened
+
+Unchanged SQL is a FULL restart that simply continues the stream: with the ``available-now``
+trigger each run processes what arrived since the last one. Settings come from the DAG params
+(or the ``STATEGATE_*`` environment variables that give their defaults).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+from datetime import timedelta
+from pathlib import Path
+
+import pendulum
+from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
+from airflow.providers.standard.operators.empty import EmptyOperator
+from airflow.providers.standard.operators.hitl import HITLBranchOperator
+from airflow.sdk import DAG, Param
+
+import spark_jobs
+from provider.operators.clear_state import ClearStateOperator
+from provider.operators.gate import StateGateOperator
+from provider.operators.record import RecordDeploymentOperator, ReleaseLockOperator
+
+APPLICATION = str(Path(spark_jobs.__file__).with_name("__main__.py"))
+DEMO = Path(__file__).with_name("stategate_demo")
+JOIN = "none_failed_min_one_success"
+
+with DAG(
+    dag_id="stategate_redeploy",
+    description="Redeploy a streaming window job: restart, or clear state, as its SQL change allows",
+    schedule=os.environ.get("STATEGATE_SCHEDULE", "@hourly"),
+    start_date=pendulum.datetime(2026, 1, 1, tz="UTC"),
+    catchup=False,
+    max_active_runs=1,
+    params={
+        "job": Param(os.environ.get("STATEGATE_JOB", "bids"), type="string"),
+        "sql": Param(os.environ.get("STATEGATE_SQL", str(DEMO / "current.sql")), type="string"),
+        "root": Param(os.environ.get("STATEGATE_ROOT", "file:///tmp/stategate"), type="string"),
+        "on_unknown": Param(os.environ.get("STATEGATE_ON_UNKNOWN", "approve"),
+                            enum=["approve", "clear_state", "fail"]),
+    },
+    tags=["stategate", "spark"],
+) as dag:
+    job = dict(job_name="{{ params.job }}", root="{{ params.root }}")
+    gate = StateGateOperator(task_id="gate", sql="{{ params.sql }}", on_unknown="{{ params.on_unknown }}", **job)
+    restart = EmptyOperator(task_id="restart")
+    clear = EmptyOperator(task_id="clear")
+    first_deploy = EmptyOperator(task_id="first_deploy")
+    approval = HITLBranchOperator(
+        task_id="approval",
+        subject="stategate: UNKNOWN state compatibility for {{ params.job }}",
+        body="{{ ti.xcom_pull(task_ids='gate', key='report_markdown') }}",
+        options=["Restart from the checkpoint", "Clear the state and start fresh"],
+        options_mapping={"Restart from the checkpoint": "approved_restart",
+                         "Clear the state and start fresh": "approved_clear"},
+        response_timeout=timedelta(hours=12),
+    )
+    approved_restart = EmptyOperator(task_id="approved_restart")
+    approved_clear = EmptyOperator(task_id="approved_clear")
+    clear_state = ClearStateOperator(task_id="clear_state", trigger_rule=JOIN, **job)
+
+    submit = dict(
+        application=APPLICATION,
+        conn_id="spark_default",
+        name="stategate-{{ params.job }}",
+        env_vars={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable},
+        trigger_rule=JOIN,
+    )
+    args = ["run", "--sql", "{{ ti.xcom_pull(task_ids='gate', key='staged_sql') }}",
+            "--checkpoint", "{{ ti.xcom_pull(task_ids='gate', key='checkpoint') }}",
+            "--trigger", "available-now"]
+    # The gate's verdict bounds what the job may accept: UNKNOWN only reaches here via a human.
+    submit_restart = SparkSubmitOperator(
+        task_id="submit_restart",
+        application_args=[*args, "--accept", "{{ ti.xcom_pull(task_ids='gate', key='verdict') }}"], **submit)
+    submit_fresh = SparkSubmitOperator(task_id="submit_fresh", application_args=[*args, "--fresh"], **submit)
+    record = RecordDeploymentOperator(task_id="record", trigger_rule=JOIN, **job)
+    release_lock = ReleaseLockOperator(task_id="release_lock", **job).as_teardown(setups=gate)
+
+    gate >> [restart, clear, first_deploy, approval]
+    approval >> [approved_restart, approved_clear]
+    [restart, approved_restart] >> submit_restart
+    [clear, approved_clear] >> clear_state >> submit_fresh
+    first_deploy >> submit_fresh
+    [submit_restart, submit_fresh] >> record >> release_lock

@@ -1,0 +1,52 @@
+"""Clear a job's state by archiving it: nothing is ever deleted."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from airflow.sdk import BaseOperator
+from airflow.sdk.exceptions import AirflowFailException
+
+from provider.hooks.deployment import DeploymentHook, StateGateError
+
+
+class ClearStateOperator(BaseOperator):
+    """Move the job's checkpoint to ``<root>/<job>/archive/<timestamp>/``.
+
+    An atomic rename where the filesystem allows it; elsewhere copy, verify, then delete. Paths
+    outside the job root, ``..`` and symbolic links are refused. Returns the archive location.
+
+    :param job_name: the job, a directory under ``root``
+    :param root: root of the deployment roots (templated)
+    :param state_path: the state to archive, relative to the job root (templated)
+    :param conn_id: connection for an object-store root
+    """
+
+    template_fields: Sequence[str] = ("root", "job_name", "state_path")
+    ui_color = "#f4c7c3"
+
+    def __init__(self, *, job_name: str, root: str, state_path: str = "checkpoint",
+                 conn_id: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.job_name = job_name
+        self.root = root
+        self.state_path = state_path
+        self.conn_id = conn_id
+
+    def execute(self, context) -> str | None:
+        hook = DeploymentHook(self.root, self.job_name, self.conn_id)
+        try:
+            archived = hook.archive_state(self.state_path, stamp=_stamp(context))
+        except StateGateError as error:
+            raise AirflowFailException(str(error)) from None
+        if archived is None:
+            self.log.info("no state at %s/%s: nothing to archive", hook.job_root, self.state_path)
+            return None
+        self.log.info("archived the state of %s: moved %s/%s to %s", self.job_name, hook.job_root,
+                      self.state_path, archived)
+        return str(archived)
+
+
+def _stamp(context) -> str:
+    when = context.get("ts_nodash_with_tz") or context.get("ts_nodash")
+    return f"{when}-{context['ti'].try_number}" if when else None

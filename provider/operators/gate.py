@@ -1,0 +1,157 @@
+"""The deploy gate: compare the new SQL with the deployed one and branch on the verdict."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Sequence
+
+from airflow.providers.standard.operators.branch import BaseBranchOperator
+from airflow.sdk import BaseNotifier
+from airflow.sdk.exceptions import AirflowFailException
+
+from analyzer import Finding, JobModel, Report, SQLModelError, Verdict, build, compare_models
+from analyzer.signature import state_signature
+from provider.hooks.deployment import DeploymentHook, StateGateError
+from provider.notifiers.log import LogVerdictNotifier
+
+ON_UNKNOWN = ("approve", "clear_state", "fail")
+
+
+class StateGateOperator(BaseBranchOperator):
+    """Branch a redeploy on the state-compatibility verdict of the job's SQL change.
+
+    FULL / PARTIAL → ``restart_task_id`` (restart from the checkpoint); INCOMPATIBLE →
+    ``clear_task_id`` (archive the state, then start fresh); no deployed version or no state →
+    ``first_deploy_task_id``; UNKNOWN → per ``on_unknown``: ``"approve"`` (``approval_task_id``, a
+    human decides), ``"clear_state"`` or ``"fail"``. SQL that does not parse fails the task.
+
+    XCom: ``report`` (JSON), ``report_markdown``, ``verdict``, ``staged_sql`` and ``checkpoint``
+    (as spark-submit should name them) and ``deployment`` (what the record task will store).
+
+    :param job_name: the job, a directory under ``root``
+    :param sql: the job script: a path to a ``.sql`` file or the SQL text itself (templated)
+    :param root: root of the deployment roots, any ObjectStoragePath URL (templated)
+    :param conn_id: connection for an object-store root
+    :param on_unknown: ``"approve"``, ``"clear_state"`` or ``"fail"``
+    :param notifiers: called on INCOMPATIBLE and UNKNOWN verdicts (default: log the report)
+    """
+
+    template_fields: Sequence[str] = ("sql", "root", "job_name", "on_unknown")
+    template_ext: Sequence[str] = ()
+    ui_color = "#f6e7c1"
+
+    def __init__(
+        self,
+        *,
+        job_name: str,
+        sql: str,
+        root: str,
+        conn_id: str | None = None,
+        on_unknown: str = "approve",
+        restart_task_id: str = "restart",
+        clear_task_id: str = "clear",
+        first_deploy_task_id: str = "first_deploy",
+        approval_task_id: str = "approval",
+        notifiers: Sequence[BaseNotifier] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(**kwargs)
+        if on_unknown not in ON_UNKNOWN and "{{" not in on_unknown:
+            raise ValueError(f"on_unknown must be one of {ON_UNKNOWN}, not {on_unknown!r}")
+        self.job_name = job_name
+        self.sql = sql
+        self.root = root
+        self.conn_id = conn_id
+        self.on_unknown = on_unknown
+        self.restart_task_id = restart_task_id
+        self.clear_task_id = clear_task_id
+        self.first_deploy_task_id = first_deploy_task_id
+        self.approval_task_id = approval_task_id
+        self.notifiers = list(notifiers) if notifiers is not None else [LogVerdictNotifier()]
+
+    def choose_branch(self, context) -> str:
+        if self.on_unknown not in ON_UNKNOWN:
+            raise AirflowFailException(f"on_unknown must be one of {ON_UNKNOWN}, not {self.on_unknown!r}")
+        sql, source = self._read_sql()
+        try:
+            model = build(sql, source=source)
+        except SQLModelError as error:
+            raise AirflowFailException(f"the new SQL does not parse: {error}") from None
+        hook = DeploymentHook(self.root, self.job_name, self.conn_id)
+        run_id = context["run_id"]
+        try:
+            hook.acquire_lock(run_id)
+        except StateGateError as error:
+            raise AirflowFailException(str(error)) from None
+        try:
+            return self._decide(context, hook, sql, model)
+        except BaseException:
+            hook.release_lock(run_id)
+            raise
+
+    def _read_sql(self) -> tuple[str, str]:
+        text = self.sql.strip()
+        if "\n" not in text and text.endswith(".sql"):
+            path = Path(text)
+            try:
+                return path.read_text(encoding="utf-8"), str(path)
+            except OSError as error:
+                raise AirflowFailException(f"cannot read the job SQL {path}: {error}") from None
+        return self.sql, f"<{self.task_id}.sql>"
+
+    def _decide(self, context, hook: DeploymentHook, sql: str, model: JobModel) -> str:
+        record = hook.read_record()
+        report = self._report(hook, record, model)
+        verdict = report.verdict if report else None
+        staged = hook.stage_sql(sql, context["run_id"])
+        ti = context["ti"]
+        ti.xcom_push(key="verdict", value=verdict.value if verdict else "FIRST_DEPLOY")
+        ti.xcom_push(key="staged_sql", value=hook.spark_uri(staged))
+        ti.xcom_push(key="checkpoint", value=hook.spark_uri(hook.checkpoint))
+        ti.xcom_push(key="deployment", value={
+            "sql": sql,
+            "verdict": verdict.value if verdict else "FIRST_DEPLOY",
+            "signature": state_signature(model),
+            "previous_sql": record.get("sql") if record else None,
+        })
+        if report is None:
+            self.log.info("first deploy of %s: no deployed version or no state; starting fresh", self.job_name)
+            return self.first_deploy_task_id
+        self.log.info("state compatibility of %s:\n%s", self.job_name, report.to_text())
+        ti.xcom_push(key="report", value=report.to_dict())
+        ti.xcom_push(key="report_markdown", value=report.to_markdown())
+        if verdict in (Verdict.FULL, Verdict.PARTIAL):
+            return self.restart_task_id
+        self._notify(context, report)
+        if verdict is Verdict.INCOMPATIBLE or self.on_unknown == "clear_state":
+            return self.clear_task_id
+        if self.on_unknown == "fail":
+            raise AirflowFailException(f"verdict UNKNOWN for {self.job_name} and on_unknown='fail':\n"
+                                       + report.to_text())
+        return self.approval_task_id
+
+    def _report(self, hook: DeploymentHook, record: dict | None, model: JobModel) -> Report | None:
+        has_state = hook.has_state()
+        if record is None and not has_state:
+            return None
+        if record is None:
+            return Report((Finding("stategate.no-record", Verdict.UNKNOWN,
+                                   f"{hook.checkpoint} holds state but there is no deployment record: "
+                                   "the SQL that built it is unknown"),))
+        if not has_state:
+            return None
+        try:
+            deployed = build(record["sql"], source=str(hook.record_path))
+        except SQLModelError as error:
+            return Report((Finding("stategate.record-unreadable", Verdict.UNKNOWN,
+                                   f"the deployed SQL no longer parses: {error}"),))
+        return compare_models(deployed, model)
+
+    def _notify(self, context, report: Report) -> None:
+        extra = {
+            "stategate_verdict": report.verdict.value,
+            "stategate_report": report.to_dict(),
+            "stategate_markdown": report.to_markdown(),
+        }
+        for notifier in self.notifiers:
+            notifier({**context, **extra})

@@ -13,10 +13,12 @@ Before each run the next part of the bundled bid files "arrives". Everything is 
 from __future__ import annotations
 
 import json
+import logging
 import os
 import shutil
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
@@ -79,9 +81,33 @@ def new_rows(sink: Path, seen: set[str]):
     return pd.concat([pd.read_parquet(p) for p in files]).sort_values(["window_start", "supplier_id"])
 
 
+def straddling(rows, part: int) -> str | None:
+    """For the window open across the restart: top_bid from after the restart vs over all its bids."""
+    import pandas as pd
+
+    names = ["bidtime", "price", "item", "supplier_id"]
+    before = pd.read_csv(BUNDLED / f"bids-part{part - 1}.csv", names=names, parse_dates=["bidtime"])
+    after = pd.read_csv(BUNDLED / f"bids-part{part}.csv", names=names, parse_dates=["bidtime"])
+    first = rows.iloc[0]
+    start, end, supplier = first["window_start"], first["window_end"], first["supplier_id"]
+
+    def pick(frame):
+        return frame[(frame.bidtime >= start) & (frame.bidtime < end) & (frame.supplier_id == supplier)]
+
+    old, new = pick(before), pick(after)
+    if old.empty:
+        return None
+    return (f"  window {start:%H:%M}-{end:%H:%M} {supplier} was open across the restart: bids = "
+            f"{len(old)} before + {len(new)} after = {first['bids']} (kept its state); "
+            f"top_bid = {first['top_bid']} = max of the {len(new)} bids after the restart only "
+            f"(max of all: {max(old.price.max(), new.price.max()):.2f})")
+
+
 def main() -> int:
+    warnings.filterwarnings("ignore", category=DeprecationWarning)
     demo = REPO / "demo-run"
     prepare(demo)
+    logging.getLogger("airflow.sdk.definitions.dag").setLevel(logging.ERROR)
     from airflow.sdk import DagRunState
 
     sys.path.insert(0, str(REPO))
@@ -113,6 +139,8 @@ def main() -> int:
         if rows is not None:
             print(f"  {len(rows)} new result rows in {sink.name}/, the first windows:")
             print("    " + rows.head(6).to_string(index=False).replace("\n", "\n    "))
+            if xcom(run.run_id, "gate", "verdict") == "PARTIAL":
+                print(straddling(rows, part) or "")
     history = sorted((root / "bids" / "history").glob("*.json"))
     print(f"\ndeployment record: {root / 'bids' / 'deployment.json'} ({len(history)} earlier in history/)")
     print(f"everything is under {demo}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 from pathlib import Path
 from typing import Any, Sequence
 
@@ -154,4 +155,6 @@ class StateGateOperator(BaseBranchOperator):
             "stategate_markdown": report.to_markdown(),
         }
         for notifier in self.notifiers:
-            notifier({**context, **extra})
+            # Rendering replaces a notifier's template fields in place: render a copy, so the
+            # operator's notifier keeps its templates for the next run in the same process.
+            copy.copy(notifier)({**context, **extra})

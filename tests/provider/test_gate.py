@@ -1,0 +1,121 @@
+"""The gate's branch for every verdict, first deploy, bad SQL and each ``on_unknown`` policy,
+run by real Airflow (``dag.test()`` on a migrated SQLite DB) against a real deployment root."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from tests.analyzer.seed_cases import tvf
+from tests.provider.conftest import NOTIFIED
+
+BRANCHES = ("restart", "clear", "first_deploy", "approval")
+V1 = tvf("a, sum(b) AS s, max(c) AS m")
+CHANGES = {
+    "FULL": tvf("a, max(c) AS m, sum(b) AS s"),
+    "PARTIAL": tvf("a, sum(b) AS s, max(c) AS m, count(*) AS n"),
+    "INCOMPATIBLE": tvf("a, sum(b) AS s, max(c) AS m", size="INTERVAL '5' MINUTE"),
+    "UNKNOWN": "SET 'table.exec.state.ttl' = '1 h';\n" + V1,
+}
+
+
+@pytest.fixture(scope="module")
+def gate_dag(airflow_home):
+    from gate_cases import dag  # the copy in the dags folder, as the scheduler sees it
+
+    return dag
+
+
+def deploy(root: Path, sql: str = V1, state: bool = True) -> None:
+    job = root / "job"
+    job.mkdir(parents=True)
+    if state:
+        (job / "checkpoint" / "offsets").mkdir(parents=True)
+        (job / "checkpoint" / "offsets" / "0").write_text("v1")
+    (job / "deployment.json").write_text(json.dumps({"sql": sql, "verdict": "FIRST_DEPLOY"}))
+
+
+def run_gate(dag, tmp_path: Path, sql: str, on_unknown: str = "approve"):
+    from airflow.models.xcom import XComModel
+    from airflow.utils.session import create_session
+    from sqlalchemy import select
+
+    script = tmp_path / "job.sql"
+    script.write_text(sql)
+    NOTIFIED.unlink(missing_ok=True)
+    run = dag.test(run_conf={"sql": str(script), "root": f"file://{tmp_path / 'root'}", "job": "job",
+                             "on_unknown": on_unknown})
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    with create_session() as session:
+        rows = session.scalars(select(XComModel).where(XComModel.run_id == run.run_id,
+                                                       XComModel.task_id == "gate")).all()
+        xcoms = {row.key: XComModel.deserialize_value(row) for row in rows}
+    return run, states, xcoms
+
+
+def taken(states: dict) -> list[str]:
+    return [b for b in BRANCHES if states.get(b) == "success"]
+
+
+def test_first_deploy_starts_fresh(gate_dag, tmp_path) -> None:
+    run, states, xcoms = run_gate(gate_dag, tmp_path, V1)
+    assert taken(states) == ["first_deploy"]
+    assert xcoms["verdict"] == "FIRST_DEPLOY"
+    assert Path(xcoms["staged_sql"]).read_text() == V1
+    assert xcoms["checkpoint"] == str(tmp_path / "root" / "job" / "checkpoint")
+
+
+def test_a_record_without_state_is_a_fresh_start(gate_dag, tmp_path) -> None:
+    deploy(tmp_path / "root", state=False)
+    _, states, _ = run_gate(gate_dag, tmp_path, CHANGES["INCOMPATIBLE"])
+    assert taken(states) == ["first_deploy"]
+
+
+@pytest.mark.parametrize("verdict, branch", [("FULL", "restart"), ("PARTIAL", "restart"),
+                                             ("INCOMPATIBLE", "clear"), ("UNKNOWN", "approval")])
+def test_branch_per_verdict(gate_dag, tmp_path, verdict: str, branch: str) -> None:
+    deploy(tmp_path / "root")
+    run, states, xcoms = run_gate(gate_dag, tmp_path, CHANGES[verdict])
+    assert run.state == "success"
+    assert taken(states) == [branch]
+    assert xcoms["verdict"] == verdict and xcoms["report"]["verdict"] == verdict
+    assert f"**{verdict}**" in xcoms["report_markdown"]
+    notified = [json.loads(line) for line in NOTIFIED.read_text().splitlines()] if NOTIFIED.exists() else []
+    if verdict in ("INCOMPATIBLE", "UNKNOWN"):
+        assert notified and notified[0]["message"].startswith(f"{verdict}|### State compatibility")
+        assert notified[0]["report"]["verdict"] == verdict
+    else:
+        assert not notified
+
+
+@pytest.mark.parametrize("policy, branch", [("approve", "approval"), ("clear_state", "clear")])
+def test_on_unknown_policies(gate_dag, tmp_path, policy: str, branch: str) -> None:
+    deploy(tmp_path / "root")
+    _, states, _ = run_gate(gate_dag, tmp_path, CHANGES["UNKNOWN"], on_unknown=policy)
+    assert taken(states) == [branch]
+
+
+def test_on_unknown_fail_fails_the_gate_and_runs_nothing(gate_dag, tmp_path) -> None:
+    deploy(tmp_path / "root")
+    run, states, _ = run_gate(gate_dag, tmp_path, CHANGES["UNKNOWN"], on_unknown="fail")
+    assert run.state == "failed" and states["gate"] == "failed"
+    assert taken(states) == []
+    assert not (tmp_path / "root" / "job" / "lock").exists(), "a failed gate releases its lock"
+
+
+def test_sql_that_does_not_parse_fails_with_the_parser_message(gate_dag, tmp_path, caplog) -> None:
+    deploy(tmp_path / "root")
+    run, states, _ = run_gate(gate_dag, tmp_path, "SELECT (a FROM MyTable")
+    assert run.state == "failed" and states["gate"] == "failed"
+    assert taken(states) == []
+    assert json.loads((tmp_path / "root" / "job" / "deployment.json").read_text())["sql"] == V1
+
+
+def test_a_second_redeploy_waits_for_the_lock(gate_dag, tmp_path) -> None:
+    deploy(tmp_path / "root")
+    (tmp_path / "root" / "job" / "lock").write_text(json.dumps({"owner": "another-run", "since": "now"}))
+    run, states, _ = run_gate(gate_dag, tmp_path, CHANGES["FULL"])
+    assert run.state == "failed" and taken(states) == []
+    assert json.loads((tmp_path / "root" / "job" / "lock").read_text())["owner"] == "another-run"

@@ -84,6 +84,7 @@ class DeploymentHook(BaseHook):
 
         The new file is written beside the old one and renamed over it, so a reader sees either
         the old or the new record, never a torn one."""
+        self.job_root.mkdir(parents=True, exist_ok=True)
         previous = self.read_record()
         if previous is not None:
             stamp = _stamp(previous.get("deployed_at"))

@@ -1,0 +1,116 @@
+"""The example DAG end to end: real Airflow, real spark-submit, real files.
+
+v1 first deploy → v2 adds an aggregate (PARTIAL: restart from the checkpoint) → v3 changes the
+window size (INCOMPATIBLE: the checkpoint is archived, the job starts fresh).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER
+
+PART_1 = ["2020-04-15 08:01:00,2.00,A,s1", "2020-04-15 08:03:00,3.00,B,s2",
+          "2020-04-15 08:06:00,4.00,C,s1", "2020-04-15 08:12:00,5.00,D,s1"]
+PART_2 = ["2020-04-15 08:15:00,7.00,F,s1", "2020-04-15 08:18:00,2.00,G,s2", "2020-04-15 08:24:00,6.00,H,s1"]
+PART_3 = ["2020-04-15 08:31:00,1.00,I,s2", CLOSER.strip()]
+
+
+def job_sql(data: Path, size: int, top: bool, sink: str) -> str:
+    top_column = ", top DECIMAL(10, 2)" if top else ""
+    top_select = ", MAX(price) AS top" if top else ""
+    return f"""
+CREATE TABLE Bid ({BID_COLUMNS},
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{data}/incoming', 'format' = 'csv');
+CREATE TABLE Totals (window_start TIMESTAMP(3), supplier_id STRING, bids BIGINT, total DECIMAL(38, 2){top_column})
+WITH ('connector' = 'filesystem', 'path' = '{data}/{sink}', 'format' = 'parquet');
+INSERT INTO Totals
+SELECT window_start, supplier_id, COUNT(*) AS bids, SUM(price) AS total{top_select}
+FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{size}' MINUTES))
+GROUP BY supplier_id, window_start, window_end;
+"""
+
+
+@pytest.fixture(scope="module")
+def story(airflow_home, tmp_path_factory):
+    from stategate_redeploy import dag
+
+    data = tmp_path_factory.mktemp("redeploy")
+    (data / "incoming").mkdir()
+    root = data / "root"
+    steps = [(job_sql(data, 10, False, "totals"), PART_1), (job_sql(data, 10, True, "totals"), PART_2),
+             (job_sql(data, 5, True, "totals_5m"), PART_3)]
+    results = []
+    for number, (sql, part) in enumerate(steps, start=1):
+        (data / "current.sql").write_text(sql)
+        arrived = data / "incoming" / f"part{number}.csv"
+        arrived.write_text("\n".join(part) + "\n")
+        os.utime(arrived, (1_600_000_000 + number, 1_600_000_000 + number))
+        run = dag.test(run_conf={"job": "bids", "sql": str(data / "current.sql"), "root": f"file://{root}"})
+        states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+        record = json.loads((root / "bids" / "deployment.json").read_text())
+        results.append((run, states, record))
+    return data, root, results
+
+
+def rows(sink: Path) -> list[tuple]:
+    """Every row the sink holds, file by file: v1 wrote no ``top`` column, v2 did."""
+    frames = [pd.read_parquet(part) for part in sorted(sink.glob("part-*.parquet"))]
+    return sorted(tuple(str(v) for v in r) for frame in frames for r in frame.itertuples(index=False))
+
+
+def test_first_deploy_starts_fresh(story) -> None:
+    data, root, results = story
+    run, states, record = results[0]
+    assert run.state == "success"
+    assert states["first_deploy"] == "success" and states["submit_fresh"] == "success"
+    assert states["submit_restart"] == "skipped" and states["clear_state"] == "skipped"
+    assert record["verdict"] == "FIRST_DEPLOY" and "COUNT(*) AS bids" in record["sql"]
+
+
+def test_partial_change_restarts_from_the_checkpoint(story) -> None:
+    data, root, results = story
+    run, states, record = results[1]
+    assert run.state == "success"
+    assert states["restart"] == "success" and states["submit_restart"] == "success"
+    assert states["clear_state"] == "skipped" and states["submit_fresh"] == "skipped"
+    assert record["verdict"] == "PARTIAL" and "MAX(price) AS top" in record["sql"]
+    checkpoint = root / "bids" / "checkpoint"
+    assert "MAX(price) AS top" in (checkpoint / "_stategate" / "job.sql").read_text()
+    emitted = rows(data / "totals")
+    # v1 emitted 08:00 before the restart; v2 emitted 08:10, the window open across the restart.
+    assert ("2020-04-15 08:00:00", "s1", "2", "6.00") in emitted
+    # s1 08:10: D (5.00) before the restart, F (7.00) after: bids/total kept their state,
+    # top started from zero at the restart and saw F only.
+    assert ("2020-04-15 08:10:00", "s1", "2", "12.00", "7.00") in emitted
+    assert ("2020-04-15 08:10:00", "s2", "1", "2.00", "2.00") in emitted
+
+
+def test_incompatible_change_archives_the_checkpoint_and_starts_fresh(story) -> None:
+    data, root, results = story
+    run, states, record = results[2]
+    assert run.state == "success"
+    assert states["clear"] == "success" and states["clear_state"] == "success"
+    assert states["submit_fresh"] == "success" and states["submit_restart"] == "skipped"
+    assert record["verdict"] == "INCOMPATIBLE"
+    archives = list((root / "bids" / "archive").iterdir())
+    assert len(archives) == 1
+    archived = archives[0] / "checkpoint"
+    assert "INTERVAL '10' MINUTES" in (archived / "_stategate" / "job.sql").read_text()
+    assert (archived / "offsets").is_dir() and (archived / "state").is_dir()
+    fresh = root / "bids" / "checkpoint"
+    assert "INTERVAL '5' MINUTES" in (fresh / "_stategate" / "job.sql").read_text()
+    # The fresh start read every file from the beginning: 5-minute windows over all parts.
+    emitted = rows(data / "totals_5m")
+    assert ("2020-04-15 08:00:00", "s1", "1", "2.00", "2.00") in emitted
+    assert ("2020-04-15 08:30:00", "s2", "1", "1.00", "1.00") in emitted
+    assert len(emitted) == 8
+    assert not (root / "bids" / "lock").exists()
+    history = sorted((root / "bids" / "history").glob("*.json"))
+    assert [json.loads(h.read_text())["verdict"] for h in history] == ["FIRST_DEPLOY", "PARTIAL"]

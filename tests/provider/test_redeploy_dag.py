@@ -103,7 +103,7 @@ def test_incompatible_change_archives_the_checkpoint_and_starts_fresh(story) -> 
     assert len(archives) == 1
     archived = archives[0] / "checkpoint"
     assert "INTERVAL '10' MINUTES" in (archived / "_stategate" / "job.sql").read_text()
-    assert (archived / "offsets").is_dir() and (archived / "state").is_dir()
+    assert (archived / "Totals" / "offsets").is_dir() and (archived / "Totals" / "state").is_dir()
     fresh = root / "bids" / "checkpoint"
     assert "INTERVAL '5' MINUTES" in (fresh / "_stategate" / "job.sql").read_text()
     # The fresh start read every file from the beginning: 5-minute windows over all parts.

@@ -87,8 +87,11 @@ def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
             clause = aggregate.between[0]
             raise SQLModelError(f"a {clause.kind} on window attributes before GROUP BY is not supported: "
                                 f"{clause.value.written}")
-        if window.partition_keys and [k.key for k in window.partition_keys] != \
-                [k.value.key for k in aggregate.group_keys if not k.is_window]:
+        # Spark merges sessions per grouping key. A legacy GROUP BY SESSION(...) means exactly that;
+        # a SESSION TVF merges per PARTITION BY key, so those must be the GROUP BY keys.
+        plain_keys = [k.value.key for k in aggregate.group_keys if not k.is_window]
+        if window.kind == "SESSION" and window.operator == "tvf" \
+                and [k.key for k in window.partition_keys] != plain_keys:
             raise SQLModelError("SESSION PARTITION BY keys must be the GROUP BY keys, in the same order")
         for agg in aggregate.aggregates:
             state.check_supported(agg)

@@ -132,6 +132,13 @@ def test_legacy_group_window_with_auxiliary_start(spark, tmp_path) -> None:
         ("supplier1", "2020-04-15 08:10:00", "1.00"), ("supplier2", "2020-04-15 08:10:00", "9.00")])
 
 
+def test_legacy_session_window_is_per_group_key(spark, tmp_path) -> None:
+    source = seed_bids(tmp_path)
+    sql = ("SELECT SESSION_START(bidtime, INTERVAL '2' MINUTE), SESSION_END(bidtime, INTERVAL '2' MINUTE),\n"
+           "  supplier_id, SUM(price)\nFROM Bid GROUP BY supplier_id, SESSION(bidtime, INTERVAL '2' MINUTE)")
+    assert collect(spark, bid_ddl(source) + sql, tmp_path / "ck") == EXAMPLES["session-partitioned"][1]
+
+
 def test_aggregate_functions_distinct_and_filter(spark, tmp_path) -> None:
     source = seed_bids(tmp_path)
     (source / "1-more.csv").write_text("2020-04-15 08:08:00,4.00,C,supplier1\n2020-04-15 08:08:30,,C,supplier1\n")

@@ -19,6 +19,8 @@ WINDOW = "TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))"
      "user-defined aggregate"),
     ("SELECT window_start, COUNT(DISTINCT item) FROM TABLE(SESSION(TABLE Bid, DESCRIPTOR(bidtime), "
      "INTERVAL '2' MINUTES)) GROUP BY window_start, window_end", "DISTINCT aggregates over SESSION"),
+    ("SELECT window_start, supplier_id, SUM(price) FROM TABLE(SESSION(TABLE Bid, DESCRIPTOR(bidtime), "
+     "INTERVAL '2' MINUTES)) GROUP BY window_start, window_end, supplier_id", "PARTITION BY keys must be the GROUP BY"),
     ("SELECT window_start, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(pt), INTERVAL '10' MINUTES)) "
      "GROUP BY window_start, window_end", "processing-time windows are not supported"),
     (f"SELECT window_start, SUM(price) FROM (SELECT * FROM {WINDOW}, LATERAL TABLE(split(item)) AS T(x)) "

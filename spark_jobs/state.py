@@ -95,20 +95,29 @@ class Slot:
 
 def unpivot(df: DataFrame, keys: Sequence[str], slots: Sequence[Slot],
             grouping_sets: Sequence[Sequence[int]] | None, carry: Sequence[str]) -> DataFrame:
-    """One row per (input row, grouping set, aggregate): ``k*, gs, agg, dv, n, v_*`` plus ``carry``."""
-    sets = grouping_sets if grouping_sets is not None else [list(range(len(keys)))]
-    key_structs = F.array(*[
-        F.struct(F.lit(index).alias("gs"), *[
-            (F.col(k) if i in members else F.lit(None).cast(df.schema[k].dataType)).alias(k)
-            for i, k in enumerate(keys)
+    """One row per (input row, grouping set, aggregate): ``k*, gs, agg, dv, c, v_*`` plus ``carry``."""
+    if grouping_sets is None:
+        # One grouping set: no fan-out on the keys, the same layout (gs = 0).
+        keyed = df.select(*carry, *keys, F.lit(0).alias("gs"), _agg_array(slots))
+    else:
+        key_structs = F.array(*[
+            F.struct(F.lit(index).alias("gs"), *[
+                (F.col(k) if i in members else F.lit(None).cast(df.schema[k].dataType)).alias(k)
+                for i, k in enumerate(keys)
+            ])
+            for index, members in enumerate(grouping_sets)
         ])
-        for index, members in enumerate(sets)
-    ])
-    agg_structs = F.array(*[_agg_struct(slot) for slot in slots])
-    exploded = df.select(*carry, F.explode(key_structs).alias("_k"), agg_structs.alias("_aggs"))
-    exploded = exploded.select(*carry, "_k", F.explode("_aggs").alias("_a")).where(F.col("_a.relevant"))
-    return exploded.select(*carry, *[F.col(f"_k.{k}").alias(k) for k in keys], F.col("_k.gs").alias("gs"),
+        keyed = df.select(*carry, F.explode(key_structs).alias("_k"), _agg_array(slots)) \
+            .select(*carry, *[F.col(f"_k.{k}").alias(k) for k in keys], F.col("_k.gs").alias("gs"), "_aggs")
+    exploded = keyed.select(*carry, *keys, "gs", F.explode("_aggs").alias("_a"))
+    if any(slot.relevant for slot in slots):
+        exploded = exploded.where(F.col("_a.relevant"))
+    return exploded.select(*carry, *keys, "gs",
                            *[F.col(f"_a.{c}").alias(c) for c in ("agg", "dv", "c", *[f"v_{f}" for f in FAMILIES])])
+
+
+def _agg_array(slots: Sequence[Slot]) -> Column:
+    return F.array(*[_agg_struct(slot) for slot in slots]).alias("_aggs")
 
 
 def _agg_struct(slot: Slot) -> Column:

@@ -6,6 +6,8 @@ STAMP  := $(VENV)/.installed
 
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
+# spark-submit (from the pyspark package) must be on PATH for Airflow's SparkSubmitOperator.
+export PATH := $(abspath $(VENV)/bin):$(PATH)
 
 .PHONY: demo test bench check-java clean
 
@@ -28,6 +30,7 @@ test: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) benchmarks/analyzer_bench.py
+	$(PY) benchmarks/window_bench.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -9,8 +9,8 @@ One small class per window kind, as in Flink's slice assigners:
 
 * :class:`Tumble` — the slice is the window; no stage 2.
 * :class:`Hop` — slices of ``gcd(size, slide)``; stage 2 groups slices into sliding windows.
-* :class:`Cumulate` — slices of ``step``; stage 2 groups them into windows of ``size`` ending at each
-  step, keeping only slices at or after the cumulative window's start.
+* :class:`Cumulate` — a :class:`Hop` sliding by its step whose windows keep only the slices at or
+  after the cumulative window's start.
 * :class:`Session` — no fixed slices: Spark's session window merges per key; windows are matched
   by their end when a restart adds an aggregate (see :mod:`spark_jobs.state`).
 """
@@ -86,20 +86,10 @@ class Hop(WindowSlicer):
 
 
 @dataclass(frozen=True)
-class Cumulate(WindowSlicer):
-    size_ms: int
-    step_ms: int
-    offset_ms: int = 0
-
-    def slice(self, ts: Column) -> Column:
-        return F.window(ts, _duration(self.step_ms), _duration(self.step_ms),
-                        _duration(self.offset_ms % self.step_ms))
-
-    def windows(self, slice_col: Column) -> Column:
-        # Every cumulative window [start, end) is the tail of the size-long sliding window that ends
-        # at `end`: group by those (Spark evicts each at its own end) and keep the tail's slices.
-        return F.window(F.window_time(slice_col), _duration(self.size_ms), _duration(self.step_ms),
-                        _duration(self.offset_ms % self.step_ms))
+class Cumulate(Hop):
+    """A cumulative window [start, end) is the tail of the size-long hop window ending at ``end``:
+    slices of one step, grouped as the hop windows sliding by a step (Spark evicts each at its own
+    end), keeping only the slices at or after the cumulative window's start."""
 
     def contains(self, slice_col: Column, window_col: Column) -> Column:
         return slice_col["start"] >= self._start(window_col["end"])

@@ -4,13 +4,13 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from airflow.sdk import BaseOperator
 from airflow.sdk.exceptions import AirflowFailException
 
-from provider.hooks.deployment import DeploymentHook, StateGateError
+from provider.hooks.deployment import StateGateError
+from provider.operators.base import JobRootOperator
 
 
-class ClearStateOperator(BaseOperator):
+class ClearStateOperator(JobRootOperator):
     """Move the job's checkpoint to ``<root>/<job>/archive/<timestamp>/``.
 
     An atomic rename where the filesystem allows it; elsewhere copy, verify, then delete. Paths
@@ -22,19 +22,15 @@ class ClearStateOperator(BaseOperator):
     :param conn_id: connection for an object-store root
     """
 
-    template_fields: Sequence[str] = ("root", "job_name", "state_path")
+    template_fields: Sequence[str] = (*JobRootOperator.template_fields, "state_path")
     ui_color = "#f4c7c3"
 
-    def __init__(self, *, job_name: str, root: str, state_path: str = "checkpoint",
-                 conn_id: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, state_path: str = "checkpoint", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.job_name = job_name
-        self.root = root
         self.state_path = state_path
-        self.conn_id = conn_id
 
     def execute(self, context) -> str | None:
-        hook = DeploymentHook(self.root, self.job_name, self.conn_id)
+        hook = self.hook
         try:
             archived = hook.archive_state(self.state_path, stamp=_stamp(context))
         except StateGateError as error:
@@ -47,6 +43,6 @@ class ClearStateOperator(BaseOperator):
         return str(archived)
 
 
-def _stamp(context) -> str:
+def _stamp(context) -> str | None:
     when = context.get("ts_nodash_with_tz") or context.get("ts_nodash")
     return f"{when}-{context['ti'].try_number}" if when else None

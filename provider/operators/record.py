@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Any, Sequence
+from typing import Any
 
-from airflow.sdk import BaseOperator
-
-from provider.hooks.deployment import DeploymentHook
+from provider.operators.base import JobRootOperator
 
 
-class RecordDeploymentOperator(BaseOperator):
+class RecordDeploymentOperator(JobRootOperator):
     """Replace ``deployment.json`` with what the gate analysed (the old one goes to ``history/``).
 
     Runs after the Spark job started with the new SQL, so the record never names SQL that is not
@@ -19,18 +17,12 @@ class RecordDeploymentOperator(BaseOperator):
     :param gate_task_id: the gate whose ``deployment`` XCom to record
     """
 
-    template_fields: Sequence[str] = ("root", "job_name")
-
-    def __init__(self, *, job_name: str, root: str, gate_task_id: str = "gate",
-                 conn_id: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, gate_task_id: str = "gate", **kwargs: Any) -> None:
         super().__init__(**kwargs)
-        self.job_name = job_name
-        self.root = root
         self.gate_task_id = gate_task_id
-        self.conn_id = conn_id
 
     def execute(self, context) -> dict:
-        hook = DeploymentHook(self.root, self.job_name, self.conn_id)
+        hook = self.hook
         deployment = context["ti"].xcom_pull(task_ids=self.gate_task_id, key="deployment")
         record = {
             "job": self.job_name,
@@ -47,19 +39,11 @@ class RecordDeploymentOperator(BaseOperator):
         return {k: v for k, v in record.items() if k != "sql"}
 
 
-class ReleaseLockOperator(BaseOperator):
+class ReleaseLockOperator(JobRootOperator):
     """Teardown: release the gate's lock if this run still holds it (for example after a failure)."""
 
-    template_fields: Sequence[str] = ("root", "job_name")
-
-    def __init__(self, *, job_name: str, root: str, conn_id: str | None = None, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.job_name = job_name
-        self.root = root
-        self.conn_id = conn_id
-
     def execute(self, context) -> bool:
-        released = DeploymentHook(self.root, self.job_name, self.conn_id).release_lock(context["run_id"])
+        released = self.hook.release_lock(context["run_id"])
         if released:
             self.log.info("released the redeploy lock of %s", self.job_name)
         return released

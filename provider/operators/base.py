@@ -1,0 +1,30 @@
+"""What every operator on a job's deployment root shares: where the root is and how to reach it."""
+
+from __future__ import annotations
+
+from typing import Any, Sequence
+
+from airflow.sdk import BaseOperator
+
+from provider.hooks.deployment import DeploymentHook
+
+
+class JobRootOperator(BaseOperator):
+    """Base of the operators that act on ``<root>/<job>``.
+
+    :param job_name: the job, a directory under ``root`` (templated)
+    :param root: root of the deployment roots, any ObjectStoragePath URL (templated)
+    :param conn_id: connection for an object-store root
+    """
+
+    template_fields: Sequence[str] = ("root", "job_name")
+
+    def __init__(self, *, job_name: str, root: str, conn_id: str | None = None, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.job_name = job_name
+        self.root = root
+        self.conn_id = conn_id
+
+    @property
+    def hook(self) -> DeploymentHook:
+        return DeploymentHook(self.root, self.job_name, self.conn_id)

@@ -24,10 +24,10 @@ from pathlib import Path
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.providers.standard.operators.empty import EmptyOperator
-from airflow.providers.standard.operators.hitl import HITLBranchOperator
 from airflow.sdk import DAG, Param
 
 import spark_jobs
+from provider.operators.approval import StateApprovalOperator
 from provider.operators.clear_state import ClearStateOperator
 from provider.operators.gate import StateGateOperator
 from provider.operators.record import RecordDeploymentOperator, ReleaseLockOperator
@@ -57,15 +57,8 @@ with DAG(
     restart = EmptyOperator(task_id="restart")
     clear = EmptyOperator(task_id="clear")
     first_deploy = EmptyOperator(task_id="first_deploy")
-    approval = HITLBranchOperator(
-        task_id="approval",
-        subject="stategate: UNKNOWN state compatibility for {{ params.job }}",
-        body="{{ ti.xcom_pull(task_ids='gate', key='report_markdown') }}",
-        options=["Restart from the checkpoint", "Clear the state and start fresh"],
-        options_mapping={"Restart from the checkpoint": "approved_restart",
-                         "Clear the state and start fresh": "approved_clear"},
-        response_timeout=timedelta(hours=12),
-    )
+    approval = StateApprovalOperator(task_id="approval", response_timeout=timedelta(hours=12),
+                                     subject="stategate: UNKNOWN state compatibility for {{ params.job }}")
     approved_restart = EmptyOperator(task_id="approved_restart")
     approved_clear = EmptyOperator(task_id="approved_clear")
     clear_state = ClearStateOperator(task_id="clear_state", trigger_rule=JOIN, **job)

@@ -25,6 +25,7 @@ def get_provider_info() -> dict:
                 "integration-name": "stategate",
                 "python-modules": [
                     "provider.operators.gate",
+                    "provider.operators.approval",
                     "provider.operators.clear_state",
                     "provider.operators.record",
                 ],

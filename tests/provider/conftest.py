@@ -35,7 +35,8 @@ os.environ.update({
 
 DAGS.mkdir(parents=True)
 shutil.copy(REPO / "dags" / "stategate_redeploy.py", DAGS)
-shutil.copy(Path(__file__).with_name("dags") / "gate_cases.py", DAGS)
+for test_dag in Path(__file__).with_name("dags").glob("*.py"):
+    shutil.copy(test_dag, DAGS)
 subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True,
                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 sys.path.append(str(DAGS))  # as Airflow does for its dags folder: DAG files import as modules

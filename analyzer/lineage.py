@@ -506,7 +506,7 @@ class _SelectResolver:
             outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved, base, key_texts)))
         source = base.aggregate if base.aggregate is not None else base.source
         aggregate = WindowAggregate(
-            source=source if source is not None else "?",
+            source=source,
             window=window,
             group_keys=tuple(keys),
             aggregates=tuple(aggregates),

@@ -25,7 +25,7 @@ Measured on this machine before choosing (2M rows, 1000 keys, local[2]; issue #3
 native speed; Python state costs about 9x. The price is paid in rows: a query with A aggregates keeps
 A + 1 state rows per group (the +1 is the internal row count, :data:`ROWS`), each updating the whole
 buffer. ``benchmarks/window_bench.py`` measures it beside Spark's built-in windows: a 1-minute TUMBLE
-runs at 0.94x of Spark's own; for HOP 60 min / 1 min slicing wins the fan-out back when slices are
+runs at Spark's own speed (0.94x-1.01x over runs); for HOP 60 min / 1 min slicing wins the fan-out back when slices are
 dense (1M bids, 20 keys: 0.93x) but not when they are sparse (1M bids, 1000 keys, ~4 bids per key
 and minute: 0.32x), because stage 2 then fans out nearly as many rows as Spark's per-record windows.
 

@@ -144,7 +144,7 @@ class Aggregate:
 
     @property
     def on_window_field(self) -> bool:
-        return any(f"{WINDOW_MARKER}" in a.key for a in self.args)
+        return any(WINDOW_MARKER in a.key for a in self.args)
 
 
 @dataclass(frozen=True)

@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from analyzer.errors import SQLModelError
 from analyzer.lineage import source_column, window_column
-from analyzer.model import Aggregate, JobModel, Pipeline, Table, WindowAggregate, sql_key
+from analyzer.model import WINDOW_FIELDS, Aggregate, JobModel, Pipeline, Table, WindowAggregate, sql_key
 from spark_jobs import state
 from spark_jobs.connectors import read_stream, spark_type
 from spark_jobs.expressions import to_column
@@ -218,8 +218,8 @@ def _finalizer(pipeline: Pipeline, stage: Stage, sink: Table | None) -> Callable
     mapping = {k.value.key: name for k, name in zip([k for k in aggregate.group_keys if not k.is_window], stage.keys)}
     mapping.update({slot.aggregate.expr_key: f"a{i}" for i, slot in enumerate(stage.slots)
                     if slot.aggregate.expr is not None})
-    for name in ("window_start", "window_end", "window_time", "window"):
-        mapping[sql_key(window_column(level, name))] = name if name != "window" else "window_start"
+    for name in WINDOW_FIELDS:
+        mapping[sql_key(window_column(level, name))] = name
     topn = pipeline.topn
     rank_key = sql_key(exp.column(topn.rank_column, table="$rank")) if topn else None
     if rank_key:

@@ -40,21 +40,35 @@ def _parser() -> argparse.ArgumentParser:
     return parser
 
 
+def read_sql(spark, location: str) -> str:
+    """The job script: a local path, or any URI the session's Hadoop filesystems can read (the
+    Airflow gate stages it beside the job's state, which may be on an object store)."""
+    if "://" not in location or location.startswith("file://"):
+        return Path(location.removeprefix("file://")).read_text(encoding="utf-8")
+    from py4j.protocol import Py4JJavaError
+
+    from spark_jobs.storage import HadoopStorage
+
+    try:
+        return HadoopStorage(spark).read_text(location)
+    except Py4JJavaError as error:
+        raise OSError(str(error.java_exception)) from None
+
+
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     from spark_jobs.job import run
     from spark_jobs.session import get_session
 
-    sql_path = Path(args.sql)
+    spark = get_session(f"stategate:{Path(args.sql).stem}", master=args.master)
     try:
-        sql = sql_path.read_text(encoding="utf-8")
+        sql = read_sql(spark, args.sql)
     except OSError as error:
-        print(f"stategate: cannot read {sql_path}: {error}", file=sys.stderr)
+        print(f"stategate: cannot read {args.sql}: {error}", file=sys.stderr)
         return EXIT_INVALID
-    spark = get_session(f"stategate:{sql_path.stem}", master=args.master)
     try:
-        result = run(spark, sql, args.checkpoint, source=str(sql_path), trigger=args.trigger,
+        result = run(spark, sql, args.checkpoint, source=args.sql, trigger=args.trigger,
                      fresh=args.fresh, accept=Verdict(args.accept))
     except SQLModelError as error:
         print(f"stategate: {error}", file=sys.stderr)
@@ -63,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         print(f"stategate: {error}", file=sys.stderr)
         return EXIT_REFUSED
     verdict = result.report.verdict.value if result.report else "FRESH"
-    print(f"stategate: {sql_path} ran ({verdict}); checkpoint {args.checkpoint}")
+    print(f"stategate: {args.sql} ran ({verdict}); checkpoint {args.checkpoint}")
     return 0
 
 

@@ -20,12 +20,9 @@ Options prefixed ``spark.`` are passed to the Spark reader or writer unchanged (
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
 import uuid
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Callable
 
 from pyspark.sql import DataFrame, SparkSession
@@ -33,6 +30,7 @@ from pyspark.sql import functions as F
 
 from analyzer.errors import SQLModelError
 from analyzer.model import Table
+from spark_jobs.storage import HadoopStorage
 
 FILE_FORMATS = ("csv", "json", "parquet")
 TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss[.SSS]"
@@ -149,18 +147,18 @@ class FileSink:
     def __call__(self, df: DataFrame, batch_id: int) -> None:
         if df.isEmpty():
             return
-        target = Path(self.path)
-        staging = target / "_staging" / f"batch-{batch_id}-{uuid.uuid4().hex}"
+        storage = HadoopStorage(df.sparkSession)
+        staging = f"{self.path}/_staging/batch-{batch_id}-{uuid.uuid4().hex}"
         writer = df.coalesce(1).write.format(self.fmt).options(**self.options)
         if self.fmt in ("csv", "json"):
             writer = writer.option("timestampFormat", "yyyy-MM-dd HH:mm:ss.SSS")
-        writer.save(str(staging))
-        part = next(p for p in staging.iterdir() if p.name.startswith("part-") and not p.name.endswith(".crc"))
+        writer.save(staging)
+        part = next(p for p in storage.list(staging) if p.rsplit("/", 1)[-1].startswith("part-"))
         # The query id is stable across restarts of one checkpoint and new for a fresh one.
         query = df.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId") or "batch"
-        # Same directory tree, so the rename is atomic and replaces a file left by a crashed attempt.
-        os.replace(part, target / f"part-{query}-{batch_id:012d}.{self.fmt}")
-        shutil.rmtree(staging, ignore_errors=True)
+        # Replaces a file left by an attempt that crashed before Spark committed the batch.
+        storage.replace(part, f"{self.path}/part-{query}-{batch_id:012d}.{self.fmt}")
+        storage.delete(staging)
 
 
 def print_sink(df: DataFrame, batch_id: int) -> None:
@@ -181,9 +179,7 @@ def batch_writer(table: Table) -> BatchWriter:
     kind = connector(table)
     if kind == "filesystem":
         fmt = _format(table, FILE_FORMATS)
-        path = _option(table, "path")
-        os.makedirs(path, exist_ok=True)
-        return FileSink(path, fmt, _spark_options(table))
+        return FileSink(_option(table, "path").rstrip("/"), fmt, _spark_options(table))
     if kind == "print":
         return print_sink
     options = kafka_sink_options(table)

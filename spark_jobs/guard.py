@@ -15,14 +15,12 @@ This protects anyone who runs the job by hand, outside the Airflow gate, too.
 from __future__ import annotations
 
 import json
-import os
-import tempfile
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
 
 from analyzer import JobModel, Report, Verdict, build, compare_models
 from analyzer.signature import state_signature
+from spark_jobs.storage import HadoopStorage
 from analyzer.errors import SQLModelError
 
 RECORD_DIR = "_stategate"
@@ -34,35 +32,35 @@ class CheckpointRefused(RuntimeError):
 
 @dataclass
 class CheckpointGuard:
-    checkpoint: Path
+    """Checks and records the SQL beside a checkpoint (any URI Spark can checkpoint to)."""
+
+    checkpoint: str
     sql: str
     model: JobModel
+    storage: HadoopStorage
 
     @property
-    def record_dir(self) -> Path:
-        return self.checkpoint / RECORD_DIR
-
-    def is_empty(self) -> bool:
-        return not self.checkpoint.exists() or not any(self.checkpoint.iterdir())
+    def record_dir(self) -> str:
+        return f"{self.checkpoint.rstrip('/')}/{RECORD_DIR}"
 
     def check(self, fresh: bool = False, accept: Verdict = Verdict.PARTIAL) -> Report | None:
         """Raise :class:`CheckpointRefused` unless starting is safe; the report of the change, if any.
 
         ``accept`` is the worst verdict to restart on: PARTIAL by default, UNKNOWN once a human has
         decided the state is reusable. INCOMPATIBLE is never accepted."""
-        if self.is_empty():
+        if self.storage.is_empty(self.checkpoint):
             return None
         if fresh:
             raise CheckpointRefused(
                 f"--fresh given but the checkpoint {self.checkpoint} holds state: the job never deletes "
                 "state. Archive it first (the Airflow clear-state task does), then start fresh.")
-        recorded = self.record_dir / "job.sql"
-        if not recorded.exists():
+        recorded = f"{self.record_dir}/job.sql"
+        if not self.storage.exists(recorded):
             raise CheckpointRefused(
                 f"the checkpoint {self.checkpoint} has no stategate record ({recorded}): the SQL that "
                 "built its state is unknown, so a restart cannot be checked. Archive it and start fresh.")
         try:
-            old = build(recorded.read_text(encoding="utf-8"), source=str(recorded))
+            old = build(self.storage.read_text(recorded), source=recorded)
         except SQLModelError as error:
             raise CheckpointRefused(f"the recorded SQL no longer parses: {error}") from None
         report = compare_models(old, self.model)
@@ -79,16 +77,7 @@ class CheckpointGuard:
 
     def record(self) -> None:
         """Store the SQL the state is now built by; each file replaced atomically."""
-        self.record_dir.mkdir(parents=True, exist_ok=True)
-        _atomic_write(self.record_dir / "job.sql", self.sql)
+        self.storage.mkdirs(self.record_dir)
+        self.storage.write_text(f"{self.record_dir}/job.sql", self.sql)
         signature = {**state_signature(self.model), "recorded_at": datetime.now(timezone.utc).isoformat()}
-        _atomic_write(self.record_dir / "signature.json", json.dumps(signature, indent=2))
-
-
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
-    with os.fdopen(fd, "w", encoding="utf-8") as handle:
-        handle.write(text)
-        handle.flush()
-        os.fsync(handle.fileno())
-    os.replace(tmp, path)
+        self.storage.write_text(f"{self.record_dir}/signature.json", json.dumps(signature, indent=2))

@@ -15,6 +15,7 @@ from analyzer import Report, Verdict, build
 from spark_jobs.compile import CompiledPipeline, compile_pipeline
 from spark_jobs.connectors import BatchWriter, batch_writer
 from spark_jobs.guard import CheckpointGuard
+from spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.job")
 
@@ -52,8 +53,8 @@ def run(
     """Start the job. ``writers`` replaces the sink of a pipeline (by name), for tests and tools."""
     options = trigger_options(trigger)
     model = build(sql, source=source)
-    checkpoint = Path(checkpoint)
-    guard = CheckpointGuard(checkpoint, sql, model)
+    checkpoint = str(checkpoint).rstrip("/")
+    guard = CheckpointGuard(checkpoint, sql, model, HadoopStorage(spark))
     report = guard.check(fresh=fresh, accept=accept)
     if report is not None:
         log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
@@ -62,7 +63,7 @@ def run(
     try:
         for pipeline in compiled:
             writer = (writers or {}).get(pipeline.pipeline.name) or _writer(pipeline)
-            queries.append(_start(pipeline, writer, checkpoint / _dir_name(pipeline.pipeline.name), options))
+            queries.append(_start(pipeline, writer, f"{checkpoint}/{_dir_name(pipeline.pipeline.name)}", options))
         guard.record()
         if wait:
             for query in queries:
@@ -81,14 +82,14 @@ def _writer(pipeline: CompiledPipeline) -> BatchWriter:
     return batch_writer(pipeline.sink)
 
 
-def _start(pipeline: CompiledPipeline, writer: BatchWriter, location: Path, options: dict) -> StreamingQuery:
+def _start(pipeline: CompiledPipeline, writer: BatchWriter, location: str, options: dict) -> StreamingQuery:
     finalize: Callable[[DataFrame], DataFrame] = pipeline.finalize
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         writer(finalize(batch), batch_id)
 
     return (pipeline.stream.writeStream.outputMode("append").foreachBatch(write_batch)
-            .option("checkpointLocation", str(location)).trigger(**options).start())
+            .option("checkpointLocation", location).trigger(**options).start())
 
 
 def _dir_name(name: str) -> str:

@@ -91,3 +91,13 @@ def test_fresh_start_on_an_empty_checkpoint(spark, tmp_path) -> None:
     source = seed_bids(tmp_path)
     rows = collect(spark, bid_ddl(source) + V1, tmp_path / "new", fresh=True)
     assert len(rows) == 6  # one row per bid: every (item, supplier) pair is its own group
+
+
+def test_a_checkpoint_uri_is_guarded_through_sparks_filesystem(spark, tmp_path) -> None:
+    """Checkpoints may be URIs (hdfs://, s3a://): the record goes through Spark's Hadoop filesystem."""
+    source = seed_bids(tmp_path)
+    uri = f"file://{tmp_path / 'uri-checkpoint'}"
+    collect(spark, bid_ddl(source) + V1, uri)
+    assert "SUM(price) AS s" in (tmp_path / "uri-checkpoint" / RECORD_DIR / "job.sql").read_text()
+    with pytest.raises(CheckpointRefused, match="verdict INCOMPATIBLE"):
+        collect(spark, bid_ddl(source) + V1.replace("'10' MINUTES", "'5' MINUTES"), uri)

@@ -1,0 +1,88 @@
+"""Files beside the checkpoint and in file sinks, through Spark's own Hadoop filesystem layer.
+
+The checkpoint may live on a local disk, HDFS or an object store (``s3a://``, ``gs://``): wherever
+Spark can keep its state, the guard's record and the sink's batch files must go too, with the same
+credentials and configuration. Going through Hadoop's ``FileSystem`` of the running session gives
+exactly that, instead of a second filesystem client with settings of its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from pyspark.sql import SparkSession
+
+
+@dataclass
+class HadoopStorage:
+    """A thin, typed door onto ``org.apache.hadoop.fs.FileSystem`` for one Spark session."""
+
+    spark: SparkSession
+
+    def _resolve(self, uri: str):
+        jvm = self.spark.sparkContext._jvm
+        path = jvm.org.apache.hadoop.fs.Path(uri)
+        return path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()), path
+
+    def exists(self, uri: str) -> bool:
+        fs, path = self._resolve(uri)
+        return bool(fs.exists(path))
+
+    def is_empty(self, uri: str) -> bool:
+        """True when ``uri`` does not exist or is a directory with nothing in it."""
+        fs, path = self._resolve(uri)
+        return not fs.exists(path) or len(fs.listStatus(path)) == 0
+
+    def list(self, uri: str) -> list[str]:
+        fs, path = self._resolve(uri)
+        return [status.getPath().toString() for status in fs.listStatus(path)] if fs.exists(path) else []
+
+    def read_text(self, uri: str) -> str:
+        fs, path = self._resolve(uri)
+        stream = fs.open(path)
+        try:
+            jvm = self.spark.sparkContext._jvm
+            return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+        finally:
+            stream.close()
+
+    def write_text(self, uri: str, text: str) -> None:
+        """Write beside the target, then rename over it: readers see the old or the new text."""
+        staged = f"{uri}.{self.spark.sparkContext.applicationId}.tmp"
+        fs, path = self._resolve(staged)
+        stream = fs.create(path, True)
+        try:
+            stream.write(bytearray(text.encode("utf-8")))
+        finally:
+            stream.close()
+        self.replace(staged, uri)
+
+    def replace(self, source: str, target: str) -> None:
+        """Move ``source`` to ``target``, replacing it: one atomic rename where the store has one
+        (Hadoop's FileContext with OVERWRITE, as Spark's own checkpoint files), else delete + rename."""
+        from py4j.protocol import Py4JJavaError
+
+        context = self.spark.sparkContext
+        jvm = context._jvm
+        fs, src = self._resolve(source)
+        _, dst = self._resolve(target)
+        options = context._gateway.new_array(jvm.org.apache.hadoop.fs.Options.Rename, 1)
+        options[0] = jvm.org.apache.hadoop.fs.Options.Rename.OVERWRITE
+        try:
+            jvm.org.apache.hadoop.fs.FileContext.getFileContext(dst.toUri(), context._jsc.hadoopConfiguration()) \
+                .rename(src, dst, options)
+            return
+        except Py4JJavaError:
+            pass  # no FileContext binding for this store (many object stores): delete, then rename
+        if fs.exists(dst):
+            fs.delete(dst, False)
+        if not fs.rename(src, dst):
+            raise OSError(f"could not move {source} to {target}")
+
+    def mkdirs(self, uri: str) -> None:
+        fs, path = self._resolve(uri)
+        fs.mkdirs(path)
+
+    def delete(self, uri: str) -> None:
+        fs, path = self._resolve(uri)
+        fs.delete(path, True)

@@ -82,25 +82,27 @@ def new_rows(sink: Path, seen: set[str]):
 
 
 def straddling(rows, part: int) -> str | None:
-    """For the window open across the restart: top_bid from after the restart vs over all its bids."""
+    """A window open across the restart: top_bid saw only the bids after it, bids/total all of them."""
     import pandas as pd
 
     names = ["bidtime", "price", "item", "supplier_id"]
     before = pd.read_csv(BUNDLED / f"bids-part{part - 1}.csv", names=names, parse_dates=["bidtime"])
     after = pd.read_csv(BUNDLED / f"bids-part{part}.csv", names=names, parse_dates=["bidtime"])
-    first = rows.iloc[0]
-    start, end, supplier = first["window_start"], first["window_end"], first["supplier_id"]
-
-    def pick(frame):
-        return frame[(frame.bidtime >= start) & (frame.bidtime < end) & (frame.supplier_id == supplier)]
-
-    old, new = pick(before), pick(after)
-    if old.empty:
+    candidates = []
+    for _, row in rows[rows.window_start == rows.window_start.min()].iterrows():
+        def pick(frame):
+            return frame[(frame.bidtime >= row.window_start) & (frame.bidtime < row.window_end)
+                         & (frame.supplier_id == row.supplier_id)]
+        old, new = pick(before), pick(after)
+        if not old.empty and not new.empty:
+            candidates.append((old.price.max() > new.price.max(), row, old, new))
+    if not candidates:
         return None
-    return (f"  window {start:%H:%M}-{end:%H:%M} {supplier} was open across the restart: bids = "
-            f"{len(old)} before + {len(new)} after = {first['bids']} (kept its state); "
-            f"top_bid = {first['top_bid']} = max of the {len(new)} bids after the restart only "
-            f"(max of all: {max(old.price.max(), new.price.max()):.2f})")
+    _, row, old, new = max(candidates, key=lambda c: c[0])
+    return (f"  window {row.window_start:%H:%M}-{row.window_end:%H:%M} {row.supplier_id} was open across the "
+            f"restart: bids = {len(old)} before + {len(new)} after = {row.bids} (kept its state); "
+            f"top_bid = {row.top_bid} = max of the {len(new)} bids after the restart "
+            f"(the {len(old)} before it peaked at {old.price.max():.2f})")
 
 
 def main() -> int:

@@ -41,6 +41,7 @@ from analyzer.model import (
     TopN,
     Window,
     WindowAggregate,
+    sql_key,
 )
 
 _AUXILIARY_FIELD = {
@@ -327,7 +328,7 @@ class _SelectResolver:
 
     def resolve(self) -> Relation:
         select = self.select
-        from_ = select.args.get("from_") or select.args.get("from")
+        from_ = select.args.get("from_")
         if from_ is None:
             raise SQLModelError("a streaming query needs a FROM clause", clause=select.sql(dialect="flink")[:80])
         alias, base = self.resolver.from_item(from_.this)
@@ -401,7 +402,7 @@ class _SelectResolver:
                 between.append(Clause("calculation", Resolved.of(resolved, written)))
             columns[name] = resolved
             names.append(name)
-            outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved, base)))
+            outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved)))
         return replace(base, columns=columns, names=names, between=between,
                        rank=rank or base.rank, outputs=outputs)
 
@@ -503,7 +504,7 @@ class _SelectResolver:
                 if agg.identity not in {a.identity for a in aggregates}:
                     aggregates.append(agg)
             columns[name] = resolved
-            outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved, base, key_texts)))
+            outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved, key_texts)))
         source = base.aggregate if base.aggregate is not None else base.source
         aggregate = WindowAggregate(
             source=source,
@@ -596,8 +597,6 @@ def _ancestors_within(node: exp.Expression, root: exp.Expression):
 
 def _is_grouped(resolved: exp.Expression, key_texts: set[str]) -> bool:
     """A function call is scalar when everything it reads is a group key (or a window attribute)."""
-    from analyzer.model import sql_key
-
     if sql_key(resolved) in key_texts:
         return True
     columns = list(resolved.find_all(exp.Column))
@@ -606,9 +605,7 @@ def _is_grouped(resolved: exp.Expression, key_texts: set[str]) -> bool:
     )
 
 
-def _role(resolved: exp.Expression, base: Relation, key_texts: set[str] | None = None) -> str:
-    from analyzer.model import sql_key
-
+def _role(resolved: exp.Expression, key_texts: set[str] | None = None) -> str:
     if window_field_of(resolved):
         return "window"
     if key_texts is not None and sql_key(resolved) in key_texts:

@@ -14,6 +14,8 @@ from typing import Mapping
 
 from sqlglot import exp
 
+from analyzer.dialect import Flink
+
 #: Table marker of resolved window attribute columns (``$window1.window_start``); the number is the
 #: window's nesting level so a cascaded window's attributes never collide with the outer one's.
 WINDOW_MARKER = "$window"
@@ -25,8 +27,6 @@ WINDOW_FIELDS = ("window_start", "window_end", "window_time")
 
 def sql_key(expression: exp.Expression) -> str:
     """Canonical text of a resolved expression: the identity used for every comparison."""
-    from analyzer.dialect import Flink
-
     return expression.sql(dialect=Flink)
 
 
@@ -40,8 +40,6 @@ class Resolved:
 
     @classmethod
     def of(cls, expr: exp.Expression, written: exp.Expression | str | None = None) -> Resolved:
-        from analyzer.dialect import Flink
-
         text = written.sql(dialect=Flink) if isinstance(written, exp.Expression) else written
         return cls(expr=expr, key=sql_key(expr), written=text or sql_key(expr))
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from analyzer.model import Aggregate, GroupKey, JobModel, Pipeline, Window, WindowAggregate
+from analyzer.model import Aggregate, GroupKey, JobModel, Pipeline, Window, WindowAggregate, format_ms
 from analyzer.report import AggregatePlan, Finding, Verdict
 
 FULL, PARTIAL, UNKNOWN, INCOMPATIBLE = Verdict.FULL, Verdict.PARTIAL, Verdict.UNKNOWN, Verdict.INCOMPATIBLE
@@ -86,8 +86,6 @@ def _operator(window: Window) -> str:
 
 
 def _ms(value: int | None) -> str:
-    from analyzer.model import format_ms
-
     return "none" if value is None else format_ms(value)
 
 

@@ -24,10 +24,11 @@ Measured on this machine before choosing (2M rows, 1000 keys, local[2]; issue #3
 (``transformWithStateInPandas``) 267 s. Native aggregation keyed by a stable identity keeps near
 native speed; Python state costs about 9x. The price is paid in rows: a query with A aggregates keeps
 A + 1 state rows per group (the +1 is the internal row count, :data:`ROWS`), each updating the whole
-buffer. ``benchmarks/window_bench.py`` measures it beside Spark's built-in windows: a 1-minute TUMBLE
-runs at Spark's own speed (0.94x-1.01x over runs); for HOP 60 min / 1 min slicing wins the fan-out back when slices are
-dense (1M bids, 20 keys: 0.93x) but not when they are sparse (1M bids, 1000 keys, ~4 bids per key
-and minute: 0.32x), because stage 2 then fans out nearly as many rows as Spark's per-record windows.
+buffer. ``benchmarks/window_bench.py`` measures it beside Spark's built-in windows (both engines warmed
+up, best of alternating runs; 150k bids, 100 keys, 3 aggregates): TUMBLE 1 min runs at 0.59x of
+Spark's own, HOP, CUMULATE and SESSION at 0.45x-0.56x. The cost is the row count, not the buffer's
+width: a 9-column buffer measured the same. Slicing wins the HOP fan-out back where slices are dense
+(HOP 60 min / 1 min, 1M bids over 20 keys: 0.98x).
 
 Group keys stay positional: changing or reordering them is INCOMPATIBLE by the rules, and the
 checkpoint guard refuses those restarts (same-typed swaps would otherwise pass Spark's check).

@@ -153,21 +153,13 @@ def run_builtin(spark: SparkSession, case: Case, source: Path, work: Path) -> Me
     return Measured(seconds, *_state(query), output)
 
 
-def run_stategate(spark: SparkSession, sql: str, checkpoint: Path, output: Path) -> Measured:
-    shutil.rmtree(output, ignore_errors=True)
-    shutil.rmtree(checkpoint, ignore_errors=True)
+def run_stategate(spark: SparkSession, sql: str, checkpoint: Path, output: Path,
+                  resume: bool = False) -> Measured:
+    """Run the compiled job; from scratch, or with ``resume`` from the checkpoint a run left."""
+    if not resume:
+        shutil.rmtree(output, ignore_errors=True)
+        shutil.rmtree(checkpoint, ignore_errors=True)
 
-    def write(frame: DataFrame, batch_id: int) -> None:
-        frame.write.mode("append").parquet(str(output))
-
-    started = time.perf_counter()
-    result = run(spark, sql, checkpoint, writers={"select#1": write})
-    seconds = time.perf_counter() - started
-    return Measured(seconds, *_state(result.queries[0]), output)
-
-
-def run_stategate_resume(spark: SparkSession, sql: str, checkpoint: Path, output: Path) -> Measured:
-    """Restart from an existing checkpoint (which run_stategate would clear)."""
     def write(frame: DataFrame, batch_id: int) -> None:
         frame.write.mode("append").parquet(str(output))
 
@@ -210,7 +202,7 @@ def restart_benchmark(spark: SparkSession, source: Path, work: Path, files: int)
     run_stategate(spark, v1, work / "resume-ck", work / "resume-v1")
     for path in all_files[files // 2:]:
         shutil.copy2(path, half / path.name)
-    resumed = run_stategate_resume(spark, v2, work / "resume-ck", work / "resume-v2")
+    resumed = run_stategate(spark, v2, work / "resume-ck", work / "resume-v2", resume=True)
     replayed = run_stategate(spark, v2, work / "replay-ck", work / "replay-v2")
     print(f"\nrestart after a PARTIAL change ({CASES[2].name}, second half of the input arriving):")
     print(f"  resume from the checkpoint   {resumed.seconds:7.1f} s  ({resumed.input_rows:,} rows read)")

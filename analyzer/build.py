@@ -185,6 +185,9 @@ def _table(node: exp.Create, line: int) -> Table:
             kind = element.args.get("kind")
             columns.append(Column(element.name, kind.sql(dialect=Flink) if kind else None, resolved))
         elif isinstance(element, exp.WatermarkColumnConstraint):
+            if rowtime is not None:
+                raise SQLModelError(f"table {name} declares a second WATERMARK (on {element.this.name}): "
+                                    f"a table has one time attribute, here {rowtime}")
             rowtime = element.this.name
             if rowtime not in raw:
                 raise SQLModelError(f"WATERMARK FOR {rowtime}: no such column in {name}")

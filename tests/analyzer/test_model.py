@@ -198,6 +198,8 @@ def test_grouping_sets_rollup_and_cube_expand_to_the_same_sets() -> None:
     ("SELECT TUMBLE_START(ts, INTERVAL '1' MINUTE) FROM t GROUP BY a", "matching group window"),
     (topn(where="rk > 3"), "without an upper bound"),
     (BID_DDL.replace("WATERMARK FOR bidtime", "WATERMARK FOR nope"), "no such column"),
+    (BID_DDL.replace("WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND",
+                     "WATERMARK FOR bidtime AS bidtime, WATERMARK FOR bidtime AS bidtime"), "second WATERMARK"),
 ])
 def test_bad_input_is_a_located_error(sql: str, message: str) -> None:
     with pytest.raises(SQLModelError) as caught:

@@ -41,31 +41,41 @@ def test_the_record_holds_the_sql_and_the_state_signature(deployed) -> None:
     assert stage["window"] == "TUMBLE(Bid.bidtime, size=10min)"
 
 
-@pytest.mark.parametrize("v2, verdict", [
-    (query("window_start, item, supplier_id, SUM(price) AS s", "item, supplier_id, window_start, window_end", "5"),
-     "INCOMPATIBLE"),
+def with_cheap_view(ddl: str) -> str:
+    return ddl + "CREATE TEMPORARY VIEW Cheap AS SELECT * FROM Bid WHERE price < 5;\n"
+
+
+def time_attribute_moved(ddl: str) -> str:
+    """Bid gains a second timestamp, and the watermark (the time attribute) moves to it."""
+    return ddl.replace("supplier_id STRING", "supplier_id STRING, paid_at TIMESTAMP(3)") \
+        .replace("WATERMARK FOR bidtime AS bidtime", "WATERMARK FOR paid_at AS paid_at")
+
+
+@pytest.mark.parametrize("edit_ddl, v2, verdict", [
+    pytest.param(str, V1.replace("'10' MINUTES", "'5' MINUTES"), "INCOMPATIBLE", id="window-size"),
     # Two STRING keys swapped: Spark's own state-schema check would pass and read the wrong state.
-    (query("window_start, item, supplier_id, SUM(price) AS s", "supplier_id, item, window_start, window_end"),
-     "INCOMPATIBLE"),
-    (query("window_start, item, supplier_id, SUM(price) AS s", "item, supplier_id, window_start, window_end")
-     .replace("FROM TABLE(TUMBLE(TABLE Bid,", "FROM TABLE(TUMBLE(TABLE Cheap,"), "UNKNOWN"),
+    pytest.param(str, query("window_start, item, supplier_id, SUM(price) AS s",
+                            "supplier_id, item, window_start, window_end"), "INCOMPATIBLE", id="same-typed-keys-swapped"),
+    pytest.param(time_attribute_moved, V1.replace("DESCRIPTOR(bidtime)", "DESCRIPTOR(paid_at)"), "INCOMPATIBLE",
+                 id="time-attribute"),
+    pytest.param(with_cheap_view, V1.replace("TABLE Bid,", "TABLE Cheap,"), "UNKNOWN", id="source-view"),
 ])
-def test_refuses_incompatible_and_unknown_restarts_leaving_state_untouched(spark, deployed, v2, verdict) -> None:
+def test_refuses_incompatible_and_unknown_restarts_leaving_state_untouched(
+        spark, deployed, edit_ddl, v2: str, verdict: str) -> None:
     source, checkpoint = deployed
-    ddl = bid_ddl(source) + "CREATE TEMPORARY VIEW Cheap AS SELECT * FROM Bid WHERE price < 5;\n"
+    script = edit_ddl(bid_ddl(source)) + v2
     before = snapshot(checkpoint)
     with pytest.raises(CheckpointRefused, match=f"verdict {verdict}"):
-        collect(spark, ddl + v2, checkpoint)
+        collect(spark, script, checkpoint)
     if verdict == "INCOMPATIBLE":
         with pytest.raises(CheckpointRefused, match=f"verdict {verdict}"):
-            collect(spark, ddl + v2, checkpoint, accept=Verdict.UNKNOWN)
+            collect(spark, script, checkpoint, accept=Verdict.UNKNOWN)
     assert snapshot(checkpoint) == before
 
 
 def test_a_human_may_accept_an_unknown_verdict(spark, deployed) -> None:
     source, checkpoint = deployed
-    v2 = bid_ddl(source) + "CREATE TEMPORARY VIEW Cheap AS SELECT * FROM Bid WHERE price < 5;\n" + V1.replace(
-        "TABLE Bid,", "TABLE Cheap,")
+    v2 = with_cheap_view(bid_ddl(source)) + V1.replace("TABLE Bid,", "TABLE Cheap,")
     collect(spark, v2, checkpoint, accept=Verdict.UNKNOWN)
     assert "Cheap" in (checkpoint / RECORD_DIR / "job.sql").read_text()
 

@@ -71,6 +71,16 @@ def _first_line(text: str) -> str:
 
 def build(sql: str, source: str = "<sql>") -> JobModel:
     """The job model of a whole script."""
+    try:
+        return _build(sql, source)
+    except RecursionError:
+        # sqlglot parses and prints recursively: Python's default stack runs out at about 95 nested
+        # subqueries or 45 nested parentheses, far beyond any hand-written job.
+        raise SQLModelError("the script nests subqueries or parentheses too deeply to analyse",
+                            source=source) from None
+
+
+def _build(sql: str, source: str) -> JobModel:
     if not sql.strip():
         raise SQLModelError("the script is empty", source=source)
     statements = parse_statements(sql, source)
@@ -129,6 +139,8 @@ def _dispatch(statement, tables, views, view_models, functions, settings, querie
             tables[table.name] = table
         elif kind == "VIEW":
             name = node.this.name
+            if not isinstance(node.expression, exp.Query):
+                raise SQLModelError(f"CREATE TEMPORARY VIEW {name} needs AS SELECT ...")
             views[name] = node.expression
             view_models[name] = View(name, node.expression.sql(dialect=Flink))
         elif kind == "FUNCTION":
@@ -145,6 +157,8 @@ def _dispatch(statement, tables, views, view_models, functions, settings, querie
     elif isinstance(node, exp.Insert):
         target = node.this
         sink = target.this.name if isinstance(target, exp.Schema) else target.name
+        if node.expression is None:
+            raise SQLModelError(f"INSERT INTO {sink} has no query")
         queries.append((statement, sink, node.expression))
     elif isinstance(node, (exp.Select, exp.Subquery)):
         queries.append((statement, None, node))

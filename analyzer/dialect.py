@@ -112,10 +112,41 @@ class FlinkParser(parser.Parser):
 
     PROPERTY_PARSERS = {
         **parser.Parser.PROPERTY_PARSERS,
-        "LANGUAGE": lambda self: self.expression(
-            FunctionLanguage(this=exp.var(self._parse_var_or_string().name.upper()))
-        ),
+        "LANGUAGE": lambda self: self._parse_function_language(),
     }
+
+    def _warn_unsupported(self) -> None:
+        # sqlglot keeps a statement it cannot parse as an opaque Command (and logs a warning); a
+        # job script whose meaning is unknown must not be compared, so that is a syntax error here.
+        self.raise_error("unsupported syntax")
+
+    def _parse_csv(self, parse_method: t.Callable[[], t.Any], sep: TokenType = TokenType.COMMA) -> list:
+        # sqlglot skips empty list items (``SELECT a, , b``, ``GROUP BY a,``); Flink rejects them,
+        # and a script with a dropped column must not be compared as if it were the one intended.
+        items = [first] if (first := parse_method()) is not None else []
+        while self._match(sep):
+            separator = self._prev
+            if items and isinstance(items[-1], exp.Expr):
+                self._add_comments(items[-1])
+            item = parse_method()
+            if item is None or not items:
+                self.raise_error(f"an item is missing before or after '{separator.text}'", separator)
+            items.append(item)
+        return items
+
+    def _parse_function_language(self) -> FunctionLanguage:
+        language = self._parse_var_or_string()
+        if language is None:
+            self.raise_error("LANGUAGE needs JAVA, SCALA or PYTHON")
+        return self.expression(FunctionLanguage(this=exp.var(language.name.upper())))
+
+    def _parse_join(self, *args: t.Any, **kwargs: t.Any) -> exp.Join | None:
+        # Likewise ``FROM t,``: sqlglot drops a comma join whose table does not parse.
+        comma = self._curr if self._curr and self._curr.token_type == TokenType.COMMA else None
+        join = super()._parse_join(*args, **kwargs)
+        if comma is not None and join is None:
+            self.raise_error("a table is missing after ','", comma)
+        return join
 
     def _parse_window_function(self, kind: str) -> exp.Expr:
         if self._match(TokenType.TABLE):

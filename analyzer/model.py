@@ -10,6 +10,7 @@ aliases, views or subqueries in between.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Mapping
 
 from sqlglot import exp
@@ -26,8 +27,28 @@ WINDOW_FIELDS = ("window_start", "window_end", "window_time")
 
 
 def sql_key(expression: exp.Expression) -> str:
-    """Canonical text of a resolved expression: the identity used for every comparison."""
+    """Canonical text of a resolved expression: the identity used for every comparison.
+
+    Redundant parentheses go (``SUM((b))`` is ``SUM(b)``); those between two operators, as in
+    ``(a + b) * c``, stay once."""
+    if expression.find(exp.Paren) is not None:
+        expression = expression.transform(_drop_redundant_parens)
     return expression.sql(dialect=Flink)
+
+
+def _is_operator(node: exp.Expression | None) -> bool:
+    return isinstance(node, (exp.Binary, exp.Unary, exp.Predicate)) and not isinstance(node, exp.Paren)
+
+
+def _drop_redundant_parens(node: exp.Expression) -> exp.Expression:
+    if not isinstance(node, exp.Paren):
+        return node
+    inner = node.this
+    while isinstance(inner, exp.Paren):
+        inner = inner.this
+    if _is_operator(inner) and _is_operator(node.parent):
+        return node if node.this is inner else exp.Paren(this=inner)
+    return inner
 
 
 @dataclass(frozen=True)
@@ -128,7 +149,7 @@ class Aggregate:
     expr: exp.Expression = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
     written: str = field(compare=False, default="")
 
-    @property
+    @cached_property
     def identity(self) -> str:
         """Stable name of this aggregate's state: function, DISTINCT, resolved inputs, FILTER."""
         distinct = "DISTINCT " if self.distinct else ""
@@ -136,7 +157,7 @@ class Aggregate:
         flt = f" FILTER (WHERE {self.filter.key})" if self.filter else ""
         return f"{self.function}({distinct}{args}){flt}"
 
-    @property
+    @cached_property
     def expr_key(self) -> str:
         return sql_key(self.expr)
 

@@ -21,7 +21,6 @@ Options prefixed ``spark.`` are passed to the Spark reader or writer unchanged (
 from __future__ import annotations
 
 import re
-import uuid
 from dataclasses import dataclass
 from typing import Callable
 
@@ -30,6 +29,7 @@ from pyspark.sql import functions as F
 
 from analyzer.errors import SQLModelError
 from analyzer.model import Table
+from spark_jobs import failpoints
 from spark_jobs.storage import HadoopStorage
 
 FILE_FORMATS = ("csv", "json", "parquet")
@@ -148,16 +148,21 @@ class FileSink:
         if df.isEmpty():
             return
         storage = HadoopStorage(df.sparkSession)
-        staging = f"{self.path}/_staging/batch-{batch_id}-{uuid.uuid4().hex}"
-        writer = df.coalesce(1).write.format(self.fmt).options(**self.options)
+        # The query id is stable across restarts of one checkpoint and new for a fresh one.
+        query = df.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId") or "batch"
+        name = f"part-{query}-{batch_id:012d}"
+        # One staging directory per batch: an attempt killed half-way leaves it behind, the replay
+        # overwrites it. Names starting with '_' are invisible to Spark's and Hadoop's readers.
+        staging = f"{self.path}/_staging/{name}"
+        writer = df.coalesce(1).write.mode("overwrite").format(self.fmt).options(**self.options)
         if self.fmt in ("csv", "json"):
             writer = writer.option("timestampFormat", "yyyy-MM-dd HH:mm:ss.SSS")
         writer.save(staging)
+        failpoints.reach("sink.staged")
         part = next(p for p in storage.list(staging) if p.rsplit("/", 1)[-1].startswith("part-"))
-        # The query id is stable across restarts of one checkpoint and new for a fresh one.
-        query = df.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId") or "batch"
-        # Replaces a file left by an attempt that crashed before Spark committed the batch.
-        storage.replace(part, f"{self.path}/part-{query}-{batch_id:012d}.{self.fmt}")
+        # Replaces the file of an attempt that was killed before Spark committed the batch.
+        storage.replace(part, f"{self.path}/{name}.{self.fmt}")
+        failpoints.reach("sink.placed")
         storage.delete(staging)
 
 

@@ -20,8 +20,8 @@ from datetime import datetime, timezone
 
 from analyzer import JobModel, Report, Verdict, build, compare_models
 from analyzer.signature import state_signature
-from spark_jobs.storage import HadoopStorage
 from analyzer.errors import SQLModelError
+from spark_jobs.storage import HadoopStorage
 
 RECORD_DIR = "_stategate"
 
@@ -48,7 +48,7 @@ class CheckpointGuard:
 
         ``accept`` is the worst verdict to restart on: PARTIAL by default, UNKNOWN once a human has
         decided the state is reusable. INCOMPATIBLE is never accepted."""
-        if self.storage.is_empty(self.checkpoint):
+        if not self.holds_state():
             return None
         if fresh:
             raise CheckpointRefused(
@@ -74,6 +74,12 @@ class CheckpointGuard:
             raise CheckpointRefused(
                 f"refusing to restart from {self.checkpoint}: verdict {verdict.value} ({reasons}); {advice}")
         return report
+
+    def holds_state(self) -> bool:
+        """Whether Spark has written anything here. A record alone (a job stopped before its
+        queries started) is no state: a fresh start may replace it."""
+        return any(entry.rstrip("/").rsplit("/", 1)[-1] != RECORD_DIR
+                   for entry in self.storage.list(self.checkpoint))
 
     def record(self) -> None:
         """Store the SQL the state is now built by; each file replaced atomically."""

@@ -59,12 +59,14 @@ def run(
     if report is not None:
         log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
     compiled = [compile_pipeline(spark, model, p) for p in model.pipelines]
+    batch_writers = [(writers or {}).get(p.pipeline.name) or _writer(p) for p in compiled]
+    # Recorded before the first query starts: a job killed at any moment after Spark wrote its first
+    # checkpoint file leaves a checkpoint whose SQL is known, so the restart can be checked.
+    guard.record()
     queries = []
     try:
-        for pipeline in compiled:
-            writer = (writers or {}).get(pipeline.pipeline.name) or _writer(pipeline)
+        for pipeline, writer in zip(compiled, batch_writers):
             queries.append(_start(pipeline, writer, f"{checkpoint}/{_dir_name(pipeline.pipeline.name)}", options))
-        guard.record()
         if wait:
             for query in queries:
                 query.awaitTermination()

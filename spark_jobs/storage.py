@@ -28,11 +28,6 @@ class HadoopStorage:
         fs, path = self._resolve(uri)
         return bool(fs.exists(path))
 
-    def is_empty(self, uri: str) -> bool:
-        """True when ``uri`` does not exist or is a directory with nothing in it."""
-        fs, path = self._resolve(uri)
-        return not fs.exists(path) or len(fs.listStatus(path)) == 0
-
     def list(self, uri: str) -> list[str]:
         fs, path = self._resolve(uri)
         return [status.getPath().toString() for status in fs.listStatus(path)] if fs.exists(path) else []

@@ -196,12 +196,11 @@ def aggregates(prefix: str, change: Change) -> list[Finding]:
 
 def _output_names(aggregate: WindowAggregate) -> dict[str, str]:
     """Aggregate identity -> the output column that shows it (to pair a modified aggregate)."""
-    names = {}
-    for output in aggregate.outputs:
-        for agg in aggregate.aggregates:
-            if output.value.key == agg.expr_key:
-                names[agg.identity] = output.name
-    return names
+    by_key: dict[str, list[str]] = {}
+    for agg in aggregate.aggregates:
+        by_key.setdefault(agg.expr_key, []).append(agg.identity)
+    return {identity: output.name for output in aggregate.outputs
+            for identity in by_key.get(output.value.key, ())}
 
 
 def _aggs(aggs: Sequence[Aggregate]) -> str:

@@ -47,12 +47,17 @@ def test_changing_how_an_input_is_computed_is_a_modification() -> None:
 
 def test_state_neutral_edits_are_full() -> None:
     edited = (
-        "-- a comment\nselect a,\n   SUM(b) as t2,   -- renamed\n   MAX(c)\n"
+        "-- a comment\nselect a,\n   SUM(((b))) as t2,   -- renamed, redundant parentheses\n   MAX(c)\n"
         "from table(tumble(table MyTable, descriptor(ts), interval '60' second))\n"
         "group by a, window_start, window_end"
     )
     report = compare(BASE, edited)
     assert report.verdict is Verdict.FULL, report.findings
+
+
+def test_grouping_parentheses_are_part_of_the_calculation() -> None:
+    old, new = tvf("a, SUM((b + c) * 2) AS s"), tvf("a, SUM(b + c * 2) AS s")
+    assert compare(old, new).aggregates.added == ("SUM(MyTable.b + MyTable.c * 2)",)
 
 
 def test_identifiers_are_case_sensitive() -> None:

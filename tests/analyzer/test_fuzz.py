@@ -1,0 +1,46 @@
+"""The analyzer under hostile input: a sample here; ``benchmarks/analyzer_fuzz.py`` runs 10,000+."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+from tests.analyzer.fuzzing import (
+    ONE_MB, WINDOW_QUERY, Case, check, huge_scripts, mutations, nested_parentheses, nested_subqueries)
+
+
+@settings(max_examples=1000, deadline=None, derandomize=True, database=None,
+          suppress_health_check=[HealthCheck.too_slow])
+@given(mutations())
+def test_mutated_scripts_get_a_verdict_or_a_located_error(case: Case) -> None:
+    check(case.old, case.new)
+
+
+@pytest.mark.parametrize("name", ["comment", "string literal", "unicode noise", "unicode noise after a script",
+                                  "garbage tokens", "unclosed string"])
+def test_one_megabyte_scripts(name: str) -> None:
+    script = huge_scripts()[name]
+    assert len(script) >= ONE_MB
+    readable = name in ("comment", "string literal")
+    assert check(WINDOW_QUERY, script) == ("FULL" if readable else "invalid")
+
+
+@pytest.mark.parametrize("depth", [10, 60, 200, 5000])
+def test_deeply_nested_subqueries_and_parentheses(depth: int) -> None:
+    """Deep nesting is analysed while the stack allows, then refused with an error; never a crash."""
+    assert check(WINDOW_QUERY, nested_subqueries(depth)) == ("FULL" if depth < 90 else "invalid")
+    assert check(WINDOW_QUERY, nested_parentheses(depth)) == ("FULL" if depth < 40 else "invalid")
+
+
+def test_the_command_line_prints_one_error_line_not_a_traceback(tmp_path) -> None:
+    old, new = tmp_path / "old.sql", tmp_path / "new.sql"
+    old.write_text(WINDOW_QUERY)
+    new.write_text(nested_parentheses(5000) + huge_scripts()["unicode noise"])
+    result = subprocess.run([sys.executable, "-m", "analyzer.cli", "check", str(old), str(new)],
+                            capture_output=True, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr.startswith(f"stategate: {new}:") and result.stderr.count("\n") == 1, result.stderr
+    assert "Traceback" not in result.stderr and not result.stdout

@@ -497,11 +497,13 @@ class _SelectResolver:
         outputs: list[Output] = []
         columns: dict[str, exp.Expression] = {}
         key_texts = {k.value.key for k in keys}
+        identities: set[str] = set()
         for name, written in self._select_items(scope):
             node = written.unalias() if isinstance(written, exp.Alias) else written
             resolved = scope.resolve(node, aux)
             for agg in self._aggregates_in(scope, node, aux, key_texts):
-                if agg.identity not in {a.identity for a in aggregates}:
+                if agg.identity not in identities:
+                    identities.add(agg.identity)
                     aggregates.append(agg)
             columns[name] = resolved
             outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved, key_texts)))

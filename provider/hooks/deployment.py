@@ -7,7 +7,7 @@
     <root>/<job>/history/           earlier deployment.json files
     <root>/<job>/archive/<ts>/      checkpoints cleared by an INCOMPATIBLE (or approved) redeploy
     <root>/<job>/staged/            the SQL a DAG run analysed, handed to spark-submit unchanged
-    <root>/<job>/lock               one redeploy at a time
+    <root>/<job>/lock               one redeploy at a time (who holds it, since when)
 
 Keeping the record beside the state (not in Airflow's database) means the two cannot drift apart:
 whoever holds the checkpoint holds the SQL it was built by. Access goes through Airflow's
@@ -16,12 +16,15 @@ whoever holds the checkpoint holds the SQL it was built by. Access goes through 
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
 import re
-from contextlib import suppress
-from datetime import datetime, timezone
-from typing import Any
+import socket
+import time
+from contextlib import contextmanager, suppress
+from datetime import datetime, timedelta, timezone
+from typing import Any, Callable, Iterator
 
 from airflow.sdk import BaseHook, ObjectStoragePath
 
@@ -82,7 +85,7 @@ class DeploymentHook(BaseHook):
     def write_record(self, record: dict[str, Any]) -> None:
         """Make ``record`` the deployed version; the previous one moves to ``history/``.
 
-        The new file is written beside the old one and renamed over it, so a reader sees either
+        Each file is written beside its target and renamed over it, so a reader (or a crash) sees
         the old or the new record, never a torn one."""
         self.job_root.mkdir(parents=True, exist_ok=True)
         previous = self.read_record()
@@ -90,10 +93,8 @@ class DeploymentHook(BaseHook):
             stamp = _stamp(previous.get("deployed_at"))
             history = self.job_root / "history" / f"{stamp}.json"
             history.parent.mkdir(parents=True, exist_ok=True)
-            history.write_text(json.dumps(previous, indent=2))
-        staged = self.job_root / f".deployment.json.{os.getpid()}.tmp"
-        staged.write_text(json.dumps(record, indent=2))
-        staged.replace(self.record_path)
+            _replace_text(history, json.dumps(previous, indent=2))
+        _replace_text(self.record_path, json.dumps(record, indent=2))
 
     def history(self) -> list[dict[str, Any]]:
         folder = self.job_root / "history"
@@ -109,38 +110,107 @@ class DeploymentHook(BaseHook):
         return path
 
     # ------------------------------------------------------------------ lock
-    def acquire_lock(self, owner: str) -> None:
-        """Refuse a second redeploy of the same job while one is under way."""
-        self.job_root.mkdir(parents=True, exist_ok=True)
-        lock = self.job_root / "lock"
-        holder = self.lock_holder()
-        if holder is not None and holder.get("owner") != owner:
-            raise StateGateError(
-                f"job {self.job_name} is being redeployed by {holder.get('owner')} since "
-                f"{holder.get('since')}; if that run is gone, delete {lock}")
-        if holder is None and lock.protocol in ("file", "local", ""):
-            # Local roots: O_EXCL makes the check-and-create atomic between two racing runs.
-            try:
-                fd = os.open(lock.path, os.O_CREAT | os.O_EXCL | os.O_WRONLY)
-            except FileExistsError:
-                raise StateGateError(f"job {self.job_name} was locked by another run just now") from None
-            os.close(fd)
-        lock.write_text(json.dumps({"owner": owner, "since": datetime.now(timezone.utc).isoformat()}))
+    @property
+    def lock_path(self) -> ObjectStoragePath:
+        return self.job_root / "lock"
+
+    def acquire_lock(
+        self,
+        owner: str,
+        *,
+        dag_id: str | None = None,
+        wait: float = 0,
+        stale_after: timedelta | None = None,
+        holder_finished: Callable[[dict[str, Any]], bool] | None = None,
+        poll: float = 1.0,
+    ) -> dict[str, Any] | None:
+        """Take the job's redeploy lock for ``owner`` (a DAG run), waiting up to ``wait`` seconds
+        while another run holds it. The holder may take it again (a retried task).
+
+        A lock is stale, and taken over, when ``holder_finished(holder)`` says the holding run has
+        ended (its teardown never ran: a killed worker, a run marked failed by hand), or when it is
+        older than ``stale_after``. Returns the stale holder taken over, if any.
+
+        On a local root the check and the write happen under an ``flock`` of ``.lock.guard``: two
+        racing gates, in any processes, cannot both win. Elsewhere the lock is created with an
+        exclusive create where the store supports it (fsspec ``"xb"``), check-then-write if not."""
+        deadline = time.monotonic() + wait
+        while True:
+            with self._lock_guard():
+                holder = self.lock_holder()
+                stale = holder is not None and holder.get("owner") != owner and self._is_stale(
+                    holder, stale_after, holder_finished)
+                if holder is None or holder.get("owner") == owner or stale:
+                    self._write_lock(owner, dag_id, exclusive=holder is None)
+                    return holder if stale else None
+            if time.monotonic() >= deadline:
+                waited = f" after waiting {wait:.0f} s" if wait else ""
+                raise StateGateError(
+                    f"job {self.job_name} is being redeployed by run {holder.get('owner')!r}"
+                    f"{' of DAG ' + repr(holder['dag_id']) if holder.get('dag_id') else ''} since "
+                    f"{holder.get('since', '?')}{waited}. Try again when it has finished; if that run is "
+                    f"gone, delete {self.lock_path}")
+            time.sleep(min(poll, max(deadline - time.monotonic(), 0.01)))
 
     def lock_holder(self) -> dict[str, Any] | None:
-        lock = self.job_root / "lock"
-        if not lock.exists():
+        try:
+            text = self.lock_path.read_text()
+        except FileNotFoundError:
             return None
         with suppress(ValueError):
-            return json.loads(lock.read_text() or "{}") or {"owner": "?"}
-        return {"owner": "?"}
+            holder = json.loads(text)
+            if isinstance(holder, dict) and "owner" in holder:
+                return holder
+        return {"owner": "?", "since": "?"}  # unreadable: held by someone, never silently taken
 
     def release_lock(self, owner: str) -> bool:
-        holder = self.lock_holder()
-        if holder is None or holder.get("owner") != owner:
+        with self._lock_guard():
+            holder = self.lock_holder()
+            if holder is None or holder.get("owner") != owner:
+                return False
+            self.lock_path.unlink()
+            return True
+
+    def _is_stale(self, holder: dict[str, Any], stale_after: timedelta | None,
+                  holder_finished: Callable[[dict[str, Any]], bool] | None) -> bool:
+        if holder_finished is not None and holder.get("owner") != "?" and holder_finished(holder):
+            return True
+        if stale_after is None:
             return False
-        (self.job_root / "lock").unlink()
-        return True
+        with suppress(ValueError, TypeError):
+            return datetime.now(timezone.utc) - datetime.fromisoformat(holder["since"]) > stale_after
+        modified = self.lock_path.stat().st_mtime  # unreadable lock: judge by its file's age
+        return time.time() - modified > stale_after.total_seconds()
+
+    def _write_lock(self, owner: str, dag_id: str | None, exclusive: bool) -> None:
+        self.job_root.mkdir(parents=True, exist_ok=True)
+        text = json.dumps({"owner": owner, "dag_id": dag_id, "host": socket.gethostname(),
+                           "pid": os.getpid(), "since": datetime.now(timezone.utc).isoformat()})
+        if self._is_local:
+            _replace_text(self.lock_path, text)  # the guard's flock already excludes the others
+            return
+        try:
+            with self.lock_path.open("xb" if exclusive else "wb") as handle:
+                handle.write(text.encode())
+        except FileExistsError:
+            raise StateGateError(f"job {self.job_name} was locked by another run just now") from None
+
+    @contextmanager
+    def _lock_guard(self) -> Iterator[None]:
+        if not self._is_local:
+            yield
+            return
+        self.job_root.mkdir(parents=True, exist_ok=True)
+        with open(os.path.join(self.job_root.path, ".lock.guard"), "a") as guard:
+            fcntl.flock(guard, fcntl.LOCK_EX)  # released by the kernel if this process dies
+            try:
+                yield
+            finally:
+                fcntl.flock(guard, fcntl.LOCK_UN)
+
+    @property
+    def _is_local(self) -> bool:
+        return self.job_root.protocol in ("file", "local", "")
 
     # ------------------------------------------------------------------ state
     def has_state(self, path: ObjectStoragePath | None = None) -> bool:
@@ -194,6 +264,12 @@ class DeploymentHook(BaseHook):
                                  "the source was kept")
         source.rmdir(recursive=True)
         return target
+
+
+def _replace_text(path: ObjectStoragePath, text: str) -> None:
+    staged = path.parent / f".{path.name}.{socket.gethostname()}.{os.getpid()}.tmp"
+    staged.write_text(text)
+    staged.replace(path)
 
 
 def _inventory(path: ObjectStoragePath) -> dict[str, int]:

@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 import copy
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Sequence
 
 from airflow.providers.standard.operators.branch import BaseBranchOperator
 from airflow.sdk import BaseNotifier
-from airflow.sdk.exceptions import AirflowFailException
+from airflow.sdk.exceptions import AirflowFailException, AirflowRuntimeError
 
 from analyzer import Finding, JobModel, Report, SQLModelError, Verdict, build, compare_models
 from analyzer.signature import state_signature
@@ -35,6 +36,10 @@ class StateGateOperator(BaseBranchOperator):
     :param conn_id: connection for an object-store root
     :param on_unknown: ``"approve"``, ``"clear_state"`` or ``"fail"``
     :param notifiers: called on INCOMPATIBLE and UNKNOWN verdicts (default: log the report)
+    :param lock_wait: seconds to wait while another run redeploys the job, before failing (default 0)
+    :param stale_lock_after: take over a lock older than this even if its run cannot be looked up
+        (for example a run of another Airflow). A lock whose run has ended in this Airflow is
+        always taken over. Default: never by age.
     """
 
     template_fields: Sequence[str] = ("sql", "root", "job_name", "on_unknown")
@@ -54,6 +59,8 @@ class StateGateOperator(BaseBranchOperator):
         first_deploy_task_id: str = "first_deploy",
         approval_task_id: str = "approval",
         notifiers: Sequence[BaseNotifier] | None = None,
+        lock_wait: float = 0,
+        stale_lock_after: timedelta | None = None,
         **kwargs: Any,
     ) -> None:
         super().__init__(**kwargs)
@@ -69,6 +76,8 @@ class StateGateOperator(BaseBranchOperator):
         self.first_deploy_task_id = first_deploy_task_id
         self.approval_task_id = approval_task_id
         self.notifiers = list(notifiers) if notifiers is not None else [LogVerdictNotifier()]
+        self.lock_wait = lock_wait
+        self.stale_lock_after = stale_lock_after
 
     def choose_branch(self, context) -> str:
         if self.on_unknown not in ON_UNKNOWN:
@@ -80,10 +89,16 @@ class StateGateOperator(BaseBranchOperator):
             raise AirflowFailException(f"the new SQL does not parse: {error}") from None
         hook = DeploymentHook(self.root, self.job_name, self.conn_id)
         run_id = context["run_id"]
+        ti = context["ti"]
         try:
-            hook.acquire_lock(run_id)
+            stale = hook.acquire_lock(run_id, dag_id=context["dag"].dag_id, wait=self.lock_wait,
+                                      stale_after=self.stale_lock_after,
+                                      holder_finished=lambda holder: _run_ended(ti, holder))
         except StateGateError as error:
             raise AirflowFailException(str(error)) from None
+        if stale:
+            self.log.warning("took over the redeploy lock of %s from run %s (since %s): that run has "
+                             "ended without releasing it", self.job_name, stale.get("owner"), stale.get("since"))
         try:
             return self._decide(context, hook, sql, model)
         except BaseException:
@@ -158,3 +173,14 @@ class StateGateOperator(BaseBranchOperator):
             # Rendering replaces a notifier's template fields in place: render a copy, so the
             # operator's notifier keeps its templates for the next run in the same process.
             copy.copy(notifier)({**context, **extra})
+
+
+def _run_ended(ti, holder: dict[str, Any]) -> bool:
+    """Whether the DAG run holding a lock has finished, asked of this Airflow's API."""
+    if not holder.get("dag_id"):
+        return False
+    try:
+        state = ti.get_dagrun_state(holder["dag_id"], holder["owner"])
+    except AirflowRuntimeError:
+        return False  # not a run this Airflow knows: only stale_lock_after can judge it
+    return state in ("success", "failed")

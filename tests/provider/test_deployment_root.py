@@ -35,7 +35,7 @@ def test_record_replaces_and_keeps_history(hook: DeploymentHook, tmp_path: Path)
 def test_lock_admits_one_redeploy(hook: DeploymentHook) -> None:
     hook.acquire_lock("run-1")
     hook.acquire_lock("run-1")  # the holder may re-enter (task retry)
-    with pytest.raises(StateGateError, match="being redeployed by run-1"):
+    with pytest.raises(StateGateError, match="being redeployed by run .run-1."):
         hook.acquire_lock("run-2")
     assert not hook.release_lock("run-2")
     assert hook.release_lock("run-1")

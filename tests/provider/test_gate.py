@@ -119,3 +119,16 @@ def test_a_second_redeploy_waits_for_the_lock(gate_dag, tmp_path) -> None:
     run, states, _ = run_gate(gate_dag, tmp_path, CHANGES["FULL"])
     assert run.state == "failed" and taken(states) == []
     assert json.loads((tmp_path / "root" / "job" / "lock").read_text())["owner"] == "another-run"
+
+
+def test_a_lock_left_by_a_finished_run_is_taken_over(gate_dag, tmp_path) -> None:
+    """gate_cases has no release task: each run ends holding the lock, as a run whose teardown never
+    ran would. The next gate asks Airflow for that run's state and takes the lock over."""
+    deploy(tmp_path / "root")
+    lock = tmp_path / "root" / "job" / "lock"
+    first, _, _ = run_gate(gate_dag, tmp_path, CHANGES["FULL"])
+    assert first.state == "success" and json.loads(lock.read_text())["owner"] == first.run_id
+    second, states, _ = run_gate(gate_dag, tmp_path, CHANGES["PARTIAL"])
+    assert second.state == "success" and taken(states) == ["restart"]
+    holder = json.loads(lock.read_text())
+    assert (holder["owner"], holder["dag_id"]) == (second.run_id, "gate_cases")

@@ -21,9 +21,8 @@ from datetime import datetime, timezone
 from analyzer import JobModel, Report, Verdict, build, compare_models
 from analyzer.signature import state_signature
 from analyzer.errors import SQLModelError
+from spark_jobs import RECORD_DIR
 from spark_jobs.storage import HadoopStorage
-
-RECORD_DIR = "_stategate"
 
 
 class CheckpointRefused(RuntimeError):

@@ -8,6 +8,7 @@
     <root>/<job>/archive/<ts>/      checkpoints cleared by an INCOMPATIBLE (or approved) redeploy
     <root>/<job>/staged/            the SQL a DAG run analysed, handed to spark-submit unchanged
     <root>/<job>/lock               one redeploy at a time (who holds it, since when)
+    <root>/<job>/archiving.json     a move to archive/ under way (to finish it after a crash)
 
 Keeping the record beside the state (not in Airflow's database) means the two cannot drift apart:
 whoever holds the checkpoint holds the SQL it was built by. Access goes through Airflow's
@@ -16,7 +17,9 @@ whoever holds the checkpoint holds the SQL it was built by. Access goes through 
 
 from __future__ import annotations
 
+import errno
 import fcntl
+import hashlib
 import json
 import os
 import re
@@ -28,9 +31,15 @@ from typing import Any, Callable, Iterator
 
 from airflow.sdk import BaseHook, ObjectStoragePath
 
+from spark_jobs import RECORD_DIR
+
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: How Spark spells the same store: Hadoop's S3 connector is ``s3a``.
 _SPARK_SCHEMES = {"s3": "s3a", "s3a": "s3a", "gs": "gs", "gcs": "gs", "abfs": "abfs", "hdfs": "hdfs"}
+
+
+#: What the job root keeps for itself: never state, never archived.
+BOOKKEEPING = ("archive", "history", "staged", "deployment.json", "lock", ".lock.guard", "archiving.json")
 
 
 class StateGateError(RuntimeError):
@@ -220,8 +229,11 @@ class DeploymentHook(BaseHook):
     def inside(self, location: str) -> ObjectStoragePath:
         """``location`` (relative to the job root, or a full URL) if it is safely inside the job root.
 
-        Refused: ``..`` components, anything outside the job root, the job root itself and its
-        bookkeeping, and symbolic links on the way (a link could point at someone else's state)."""
+        Refused: empty paths, ``..`` components, anything outside the job root, the job root itself
+        and its bookkeeping, and symbolic links on the way (a link could point at someone else's
+        state)."""
+        if not location.strip().strip("/."):
+            raise StateGateError(f"refusing {location!r}: an empty path, '/' or '.' names no state")
         if ".." in re.split(r"[\\/]+", location):
             raise StateGateError(f"refusing {location!r}: '..' is not allowed in a state path")
         path = ObjectStoragePath(location, conn_id=self.conn_id) if "://" in location or location.startswith("/") \
@@ -231,9 +243,9 @@ class DeploymentHook(BaseHook):
         if not path.samestore(self.job_root) or not target.startswith(root + "/"):
             raise StateGateError(f"refusing {location!r}: it is outside the job root {self.job_root}")
         relative = target[len(root) + 1:]
-        if relative.split("/")[0] in ("archive", "history", "staged", "deployment.json", "lock"):
+        if relative.split("/")[0] in BOOKKEEPING:
             raise StateGateError(f"refusing {location!r}: that is the job root's own bookkeeping")
-        if path.protocol in ("file", "local", ""):
+        if self._is_local:
             current = root
             for part in relative.split("/"):
                 current = f"{current}/{part}"
@@ -244,25 +256,73 @@ class DeploymentHook(BaseHook):
     def archive_state(self, location: str = "checkpoint", stamp: str | None = None) -> ObjectStoragePath | None:
         """Move the state at ``location`` to ``archive/<stamp>/``; None when there is none to move.
 
-        A rename where the store allows it (one atomic step on a local filesystem); elsewhere a
-        copy, verified file by file against the source, and only then the source's deletion."""
+        On a local root one rename: a crash leaves the state where it was or wholly archived. On a
+        store without directory renames (object stores) the move is copy, verify (size and SHA-256
+        of every file), mark the archive complete, delete. ``archiving.json`` in the job root
+        records the step, so a crash at any point is finished (or undone) by the next call:
+
+        * crashed while copying: the state is untouched; the partial copy is discarded, the move
+          starts over;
+        * crashed while deleting: the archive is complete and verified; the rest is deleted. The
+          state's ``_stategate`` record goes first, so the job's own guard refuses what is left.
+        """
         source = self.inside(location)
+        resumed = self.finish_archiving()
         if not self.has_state(source):
-            return None
+            return resumed
         stamp = stamp or _stamp(None)
         target = self.job_root / "archive" / stamp / source.name
         if target.exists():
             raise StateGateError(f"refusing to archive over {target}: it already exists")
         target.parent.mkdir(parents=True, exist_ok=True)
-        if source.protocol in ("file", "local", ""):
-            os.rename(source.path, target.path)
-            return target
+        if self._is_local:
+            try:
+                os.rename(source.path, target.path)
+                return target
+            except OSError as error:
+                if error.errno != errno.EXDEV:
+                    raise
+        return self._copy_verify_delete(source, target)
+
+    @property
+    def intent_path(self) -> ObjectStoragePath:
+        return self.job_root / "archiving.json"
+
+    def finish_archiving(self) -> ObjectStoragePath | None:
+        """Finish (or undo) a move a crash interrupted; the archive, if it is complete."""
+        if not self.intent_path.exists():
+            return None
+        intent = json.loads(self.intent_path.read_text())
+        source, target = self.job_root / intent["source"], self.job_root / intent["target"]
+        if intent["step"] == "copying":
+            if target.exists():
+                target.rmdir(recursive=True)  # an unverified copy; the source is intact
+            self.intent_path.unlink()
+            return None
+        if source.exists():
+            source.rmdir(recursive=True)
+        self.intent_path.unlink()
+        return target
+
+    def _copy_verify_delete(self, source: ObjectStoragePath, target: ObjectStoragePath) -> ObjectStoragePath:
+        base = len(self.job_root.path.rstrip("/")) + 1
+        intent = {"source": source.path[base:], "target": target.path[base:],
+                  "started": datetime.now(timezone.utc).isoformat()}
+        _replace_text(self.intent_path, json.dumps({**intent, "step": "copying"}))
         source.copy(target, recursive=True)
-        missing = _inventory(source).items() - _inventory(target).items()
-        if missing:
-            raise StateGateError(f"archive copy of {source} is incomplete ({len(missing)} files differ); "
-                                 "the source was kept")
+        expected, copied = _inventory(source), _inventory(target)
+        if copied != expected:
+            target.rmdir(recursive=True)
+            self.intent_path.unlink()
+            differ = sorted(k for k in expected.keys() | copied.keys() if expected.get(k) != copied.get(k))
+            raise StateGateError(f"the archive copy of {source} differs in {len(differ)} files "
+                                 f"({', '.join(differ[:3])}); the state was kept where it is")
+        _replace_text(self.intent_path, json.dumps({**intent, "step": "deleting"}))
+        record = source / RECORD_DIR / "job.sql"  # first: the job refuses a checkpoint without it
+        if record.exists():
+            record.unlink()
         source.rmdir(recursive=True)
+        self.intent_path.unlink()
         return target
 
 
@@ -272,9 +332,18 @@ def _replace_text(path: ObjectStoragePath, text: str) -> None:
     staged.replace(path)
 
 
-def _inventory(path: ObjectStoragePath) -> dict[str, int]:
+def _inventory(path: ObjectStoragePath) -> dict[str, tuple[int, str]]:
+    """Relative path -> (size, SHA-256) of every file under ``path``."""
     base = len(path.path.rstrip("/")) + 1
-    return {p.path[base:]: p.stat().st_size for p in path.rglob("*") if p.is_file()}
+    inventory = {}
+    for file in path.rglob("*"):
+        if file.is_file():
+            digest = hashlib.sha256()
+            with file.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            inventory[file.path[base:]] = (file.stat().st_size, digest.hexdigest())
+    return inventory
 
 
 def _stamp(iso: str | None) -> str:

@@ -116,6 +116,9 @@ class StateGateOperator(BaseBranchOperator):
         return self.sql, f"<{self.task_id}.sql>"
 
     def _decide(self, context, hook: DeploymentHook, sql: str, model: JobModel) -> str:
+        finished = hook.finish_archiving()
+        if finished is not None:
+            self.log.warning("finished archiving %s to %s, which a crash had interrupted", self.job_name, finished)
         record = hook.read_record()
         report = self._report(hook, record, model)
         verdict = report.verdict if report else None

@@ -77,12 +77,16 @@ def test_archive_on_a_store_without_rename_copies_verifies_then_deletes() -> Non
 
 
 @pytest.mark.parametrize("location, message", [
+    ("", "empty path"),
+    ("/", "empty path"),
+    (".", "empty path"),
     ("../other-job/checkpoint", "'..' is not allowed"),
     ("checkpoint/../../other-job", "'..' is not allowed"),
     ("/etc", "outside the job root"),
     ("file:///tmp", "outside the job root"),
     ("archive/T1/checkpoint", "bookkeeping"),
     ("history", "bookkeeping"),
+    ("archiving.json", "bookkeeping"),
 ])
 def test_archive_refuses_paths_outside_the_job_state(hook: DeploymentHook, tmp_path: Path,
                                                       location: str, message: str) -> None:

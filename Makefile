@@ -9,7 +9,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 # spark-submit (from the pyspark package) must be on PATH for Airflow's SparkSubmitOperator.
 export PATH := $(abspath $(VENV)/bin):$(PATH)
 
-.PHONY: demo test bench check-java clean
+.PHONY: demo test bench reliability check-java clean
 
 $(STAMP): pyproject.toml constraints.txt | check-java
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +31,10 @@ test: $(STAMP)
 bench: $(STAMP)
 	$(PY) benchmarks/analyzer_bench.py
 	$(PY) benchmarks/window_bench.py
+
+reliability: $(STAMP)
+	$(PY) benchmarks/analyzer_fuzz.py
+	$(PY) benchmarks/crash_soak.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache

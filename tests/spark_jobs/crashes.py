@@ -156,7 +156,7 @@ class CrashingJob:
             time.sleep(0.05)
         staged = sorted(p.name for p in self.root.glob("out/*/_staging/*"))
         self.kill(process)
-        self.log.append(f"killed at {point} (staged, not yet in place: {', '.join(staged) or '-'})")
+        self.log.append(f"killed at {point} (in the sinks' staging areas: {', '.join(staged) or '-'})")
         return ", ".join(staged)
 
     def kill_randomly(self, rng: random.Random, within: float = 1.5, timeout: float = 240) -> bool:

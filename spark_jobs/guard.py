@@ -6,8 +6,8 @@ is compared with the recorded one by the analyzer:
 
 * FULL / PARTIAL → restart from the checkpoint;
 * INCOMPATIBLE → refuse; UNKNOWN → refuse unless a human accepted it (``--accept UNKNOWN``);
-* ``--fresh`` → only on an empty checkpoint: the job never deletes or overwrites state (archiving
-  is the Airflow provider's job).
+* ``--fresh`` → only on a checkpoint without Spark state (at most a record): the job never
+  deletes or overwrites state (archiving is the Airflow provider's job).
 
 This protects anyone who runs the job by hand, outside the Airflow gate, too.
 """

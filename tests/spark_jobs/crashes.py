@@ -21,20 +21,16 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from pathlib import Path
 
+from tests.spark_jobs.helpers import bid_ddl
+
 REPO = Path(__file__).resolve().parents[2]
 SINKS = ("Totals", "Hopping")
 START = datetime(2026, 1, 1, 10)
 
-JOB = """
-CREATE TABLE Bid (
-  bidtime TIMESTAMP(3),
-  price DECIMAL(10, 2),
-  item STRING,
-  supplier_id STRING,
-  WATERMARK FOR bidtime AS bidtime - INTERVAL '5' SECOND
-) WITH ('connector' = 'filesystem', 'path' = '{root}/incoming', 'format' = 'csv',
-        'spark.maxFilesPerTrigger' = '1');
-
+def job_script(root: Path) -> str:
+    """Two pipelines over one bid stream, one input file per micro-batch."""
+    return bid_ddl(root / "incoming", delay="INTERVAL '5' SECOND",
+                   options=", 'spark.maxFilesPerTrigger' = '1'") + f"""
 CREATE TABLE Totals (window_start TIMESTAMP(3), window_end TIMESTAMP(3), item STRING,
   bids BIGINT, total DECIMAL(38, 2), top DECIMAL(10, 2)
 ) WITH ('connector' = 'filesystem', 'path' = '{root}/out/Totals', 'format' = 'csv');
@@ -112,7 +108,7 @@ class CrashingJob:
     def script(self) -> Path:
         path = self.root / "job.sql"
         if not path.exists():
-            path.write_text(JOB.format(root=self.root))
+            path.write_text(job_script(self.root))
         return path
 
     def committed(self) -> int:

@@ -14,9 +14,9 @@ BID_COLUMNS = "bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING, supplier
 CLOSER = "2020-04-16 00:00:00,0.00,Z,closer\n"
 
 
-def bid_ddl(path: Path, name: str = "Bid", delay: str = "INTERVAL '1' SECOND") -> str:
+def bid_ddl(path: Path, name: str = "Bid", delay: str = "INTERVAL '1' SECOND", options: str = "") -> str:
     return (f"CREATE TABLE {name} ({BID_COLUMNS},\n  WATERMARK FOR bidtime AS bidtime - {delay}\n)"
-            f" WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv');\n")
+            f" WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv'{options});\n")
 
 
 def seed_bids(tmp: Path, closing: bool = True) -> Path:

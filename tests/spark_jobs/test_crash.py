@@ -8,7 +8,8 @@ from __future__ import annotations
 import random
 
 from spark_jobs.job import run
-from tests.spark_jobs.crashes import JOB, CrashingJob, duplicates, missing_and_extra, sink_rows, write_bids
+from tests.spark_jobs.crashes import (
+    CrashingJob, duplicates, job_script, missing_and_extra, sink_rows, write_bids)
 
 FILES, ROWS_PER_FILE = 12, 40
 
@@ -16,7 +17,7 @@ FILES, ROWS_PER_FILE = 12, 40
 def test_killed_jobs_restart_to_exactly_the_rows_of_an_uninterrupted_run(spark, tmp_path) -> None:
     reference = tmp_path / "uninterrupted"
     write_bids(reference / "incoming", FILES, ROWS_PER_FILE)
-    run(spark, JOB.format(root=reference), reference / "checkpoint")
+    run(spark, job_script(reference), reference / "checkpoint")
     expected = sink_rows(reference)
     assert all(len(rows) > FILES for rows in expected.values()) and duplicates(expected) == 0
 

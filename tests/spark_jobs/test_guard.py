@@ -111,3 +111,13 @@ def test_a_checkpoint_uri_is_guarded_through_sparks_filesystem(spark, tmp_path) 
     assert "SUM(price) AS s" in (tmp_path / "uri-checkpoint" / RECORD_DIR / "job.sql").read_text()
     with pytest.raises(CheckpointRefused, match="verdict INCOMPATIBLE"):
         collect(spark, bid_ddl(source) + V1.replace("'10' MINUTES", "'5' MINUTES"), uri)
+
+
+def test_a_record_without_spark_state_is_no_state(spark, tmp_path) -> None:
+    """A job killed after recording its SQL but before Spark wrote a file: nothing to protect."""
+    source = seed_bids(tmp_path)
+    checkpoint = tmp_path / "checkpoint"
+    (checkpoint / RECORD_DIR).mkdir(parents=True)
+    (checkpoint / RECORD_DIR / "job.sql").write_text(bid_ddl(source) + V1.replace("'10' MINUTES", "'5' MINUTES"))
+    assert len(collect(spark, bid_ddl(source) + V1, checkpoint, fresh=True)) == 6
+    assert "'10' MINUTES" in (checkpoint / RECORD_DIR / "job.sql").read_text()

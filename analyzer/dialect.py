@@ -134,6 +134,15 @@ class FlinkParser(parser.Parser):
             items.append(item)
         return items
 
+    def _parse_group(self, skip_group_by_token: bool = False) -> exp.Group | None:
+        # sqlglot also reads other dialects' suffixes (``GROUP BY a GROUPING SETS (...)``, ``WITH
+        # ROLLUP``, ``WITH TOTALS``); in Flink they are syntax errors, and a mutated comma must not
+        # turn into a different grouping.
+        group = super()._parse_group(skip_group_by_token)
+        if group is not None and any(group.args.get(k) for k in ("grouping_sets", "cube", "rollup", "totals")):
+            self.raise_error("GROUPING SETS, ROLLUP and CUBE go in the GROUP BY list, after a comma")
+        return group
+
     def _parse_function_language(self) -> FunctionLanguage:
         language = self._parse_var_or_string()
         if language is None:

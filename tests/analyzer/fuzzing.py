@@ -11,6 +11,7 @@ from __future__ import annotations
 import contextlib
 import io
 import random
+import tempfile
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
@@ -138,6 +139,7 @@ def check(old: str, new: str) -> str:
     else:
         report = compare_models(deployed, model)
         report.to_text(), report.to_json(), report.to_markdown()
+        # A second, separate build: state identities must not depend on one parse's objects.
         itself = compare_models(model, build(new, source=SOURCE))
         assert itself.verdict is not Verdict.PARTIAL, itself.to_text()
         assert all(f.rule.endswith("emit.enabled") for f in itself.findings
@@ -149,8 +151,6 @@ def check(old: str, new: str) -> str:
 
 def cli_outcome(old: str, new: str) -> str:
     """``stategate check`` in this process: exit 2 and one ``stategate:`` line, or a verdict."""
-    import tempfile
-
     with tempfile.TemporaryDirectory() as folder:
         paths = [Path(folder) / "old.sql", Path(folder) / SOURCE]
         for path, text in zip(paths, (old, new)):

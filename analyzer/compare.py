@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from typing import Any, Mapping
+
 from analyzer.build import build
+from analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
 from analyzer.model import JobModel, Pipeline, WindowAggregate
 from analyzer.report import AggregatePlan, Finding, Report, Verdict
 from analyzer.rules import coverage, group_window, shared, window_topn, window_tvf
@@ -14,7 +17,11 @@ def compare(old_sql: str, new_sql: str, *, old_source: str = "old", new_source: 
     return compare_models(build(old_sql, old_source), build(new_sql, new_source))
 
 
-def compare_models(old: JobModel, new: JobModel) -> Report:
+def compare_models(old: JobModel, new: JobModel, deployed: Mapping[str, Any] | None = None,
+                   watermarks: Mapping[str, int | None] | None = None) -> Report:
+    """Compare two job models; with ``deployed`` (the state signature recorded with the old one's
+    state) also whether the new aggregates fit the recorded slot layout (``watermarks``, per
+    pipeline, say which retired slots are free again; unknown means none)."""
     findings: list[Finding] = []
     plans: list[tuple[str, AggregatePlan]] = []
     pairs, unmatched = _match(old, new)
@@ -24,11 +31,30 @@ def compare_models(old: JobModel, new: JobModel) -> Report:
         findings += [_tag(f, old_p.name if len(pairs) > 1 else "") for f in pipeline_findings]
         plans.append((old_p.name, plan))
     findings += coverage.settings(old, new)
+    if deployed is not None:
+        findings += layout_findings(new, JobLayout.from_signature(deployed), watermarks)
     if not pairs and not unmatched:
         findings.append(Finding("stategate.no-pipeline", UNKNOWN,
                                 "neither script has an INSERT INTO or SELECT to compare"))
     report = Report(tuple(findings))
     return Report(tuple(findings), _merge_plans(plans, report.verdict, len(plans) > 1))
+
+
+def layout_findings(new: JobModel, deployed: JobLayout,
+                    watermarks: Mapping[str, int | None] | None = None) -> list[Finding]:
+    """Whether the state as laid out can take the new SQL's aggregates (``analyzer.layout``)."""
+    if deployed.name != LAYOUT:
+        return [Finding("stategate.layout.old", Verdict.INCOMPATIBLE,
+                        f"the state was written with layout {deployed.name}; this stategate reads "
+                        f"{LAYOUT} only: archive the checkpoint and start fresh (nothing was deleted)",
+                        deployed.name, LAYOUT)]
+    try:
+        plan(new, deployed, watermarks)
+    except NoRoom as error:
+        return [Finding("stategate.layout.no-room", Verdict.INCOMPATIBLE,
+                        f"the change does not fit the recorded state layout: {error}; clear the state "
+                        "(a fresh start sizes the buffer anew; SET 'stategate.state.slots' leaves room)")]
+    return []
 
 
 def _match(old: JobModel, new: JobModel) -> tuple[list[tuple[Pipeline, Pipeline]], list[Finding]]:

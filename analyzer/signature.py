@@ -1,22 +1,28 @@
-"""The state signature: what a job's state is made of, written beside the state for humans and tools."""
+"""The state signature: what a job's state is made of, written beside the state for humans and tools.
+
+It holds the slot assignment of every window aggregation (:mod:`analyzer.layout`), so the record
+beside a checkpoint and the deployment record both say where each aggregate's state lives."""
 
 from __future__ import annotations
 
+from analyzer.layout import LAYOUT, JobLayout
 from analyzer.model import JobModel
 
 
-def state_signature(model: JobModel) -> dict:
-    """What the state of each pipeline is made of, for the record and for humans reading it."""
+def state_signature(model: JobModel, layout: JobLayout) -> dict:
+    """What the state of each pipeline is made of, and which slot holds each aggregate."""
     pipelines = {}
     for pipeline in model.pipelines:
         stages = []
-        for aggregate in pipeline.aggregate.chain() if pipeline.aggregate else ():
+        chain = pipeline.aggregate.chain() if pipeline.aggregate else ()
+        for aggregate, slots in zip(chain, layout.pipelines.get(pipeline.name, ())):
             stages.append({
                 "window": aggregate.window.describe() if aggregate.window else None,
                 "group_keys": [k.value.key for k in aggregate.group_keys],
                 "grouping_sets": None if aggregate.grouping_sets is None
                 else [[k.key for k in s] for s in aggregate.grouping_sets],
                 "aggregates": [a.identity for a in aggregate.aggregates],
+                "slots": slots.to_dict(),
             })
         pipelines[pipeline.name] = {
             "stages": stages,
@@ -26,4 +32,4 @@ def state_signature(model: JobModel) -> dict:
                 "n": pipeline.topn.limit,
             },
         }
-    return {"layout": "stategate-unpivot-v1", "pipelines": pipelines}
+    return {"layout": LAYOUT, "pipelines": pipelines}

@@ -3,14 +3,14 @@
 The plan of a window aggregation, stage by stage::
 
     source ─ watermark ─ row filters ─ project keys / aggregate inputs
-          ─ unpivot (one row per grouping set and aggregate identity; spark_jobs.state)
-          ─ stage 1: slice aggregation (native streaming aggregation, append mode)
+          ─ grouping sets (one row per set; spark_jobs.state)
+          ─ stage 1: slice aggregation into the slot buffer (native streaming aggregation, append)
           ─ stage 2: windows from slices (HOP, CUMULATE; spark_jobs.slicing)
-          ─ foreachBatch: pivot to one row per window, Top-N, SELECT list, sink types
+          ─ foreachBatch: each aggregate's value from its slot, Top-N, SELECT list, sink types
 
-Everything after stage 2 runs per micro-batch: a window's rows for all aggregates are evicted
-together (same key, same end, same watermark), so the pivot and the Top-N need no state and the
-SELECT list can change freely between restarts.
+Everything after stage 2 runs per micro-batch: a window is one row holding every aggregate, so
+the Top-N needs no state and the SELECT list can change freely between restarts. Which slot holds
+which aggregate comes from the layout the checkpoint guard planned (``analyzer.layout``).
 """
 
 from __future__ import annotations
@@ -25,28 +25,29 @@ from sqlglot import exp
 
 from analyzer.errors import SQLModelError
 from analyzer.lineage import source_column, window_column
+from analyzer.layout import JobLayout, StageLayout
 from analyzer.model import WINDOW_FIELDS, Aggregate, JobModel, Pipeline, Table, WindowAggregate, sql_key
 from spark_jobs import state
 from spark_jobs.connectors import read_stream, spark_type
 from spark_jobs.expressions import to_column
 from spark_jobs.slicing import WindowSlicer, slicer_for
-from spark_jobs.state import ROWS, Slot
+from spark_jobs.state import Slot
 
 KEY = "k{}"
 
 
-@dataclass
+@dataclass(frozen=True)
 class Stage:
-    """A compiled window aggregation: its long-format stream and how to read it."""
+    """A compiled window aggregation: its stream of closed windows and how to read it."""
 
     aggregate: WindowAggregate
-    stream: DataFrame  # k*, gs, w, agg, dv, buffer
+    stream: DataFrame  # k*, gs, w, buffer
     keys: list[str]
     slots: list[Slot]
     slicer: WindowSlicer
 
 
-@dataclass
+@dataclass(frozen=True)
 class CompiledPipeline:
     pipeline: Pipeline
     stream: DataFrame
@@ -54,10 +55,11 @@ class CompiledPipeline:
     sink: Table | None
 
 
-def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline) -> CompiledPipeline:
+def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
+                     layout: JobLayout) -> CompiledPipeline:
     try:
         _check_supported(model, pipeline)
-        stage = _compile_stage(spark, model, pipeline.aggregate)
+        stage = _compile_stage(spark, model, pipeline.aggregate, layout.pipelines[pipeline.name])
         sink = model.tables.get(pipeline.sink) if pipeline.sink else None
         if pipeline.sink and sink is None:
             raise SQLModelError(f"INSERT INTO {pipeline.sink}: the sink table is not declared")
@@ -100,60 +102,54 @@ def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
 
 
 # ------------------------------------------------------------------------------- stages
-def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate) -> Stage:
+def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate,
+                   layouts: tuple[StageLayout, ...]) -> Stage:
+    layout = layouts[0]
     if isinstance(aggregate.source, WindowAggregate):
-        upstream = _compile_stage(spark, model, aggregate.source)
-        rows, mapping, relevance = _cascade_input(upstream)
+        rows, mapping = _cascade_input(_compile_stage(spark, model, aggregate.source, layouts[1:]))
     else:
         rows, mapping = _source_input(spark, model, aggregate)
-        relevance = {}
-    keys = [KEY.format(i) for i, key in enumerate(k for k in aggregate.group_keys if not k.is_window)]
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
+    keys = [KEY.format(i) for i in range(len(plain_keys))]
     columns: list[Column] = [F.col("ts")]
     columns += [to_column(k.value.expr, mapping).alias(name) for k, name in zip(plain_keys, keys)]
-    slots: list[Slot] = []
-    for index, agg in enumerate(_with_rows(aggregate.aggregates)):
+    inputs: list[tuple[Aggregate, str | None, str | None]] = []
+    for index, agg in enumerate(aggregate.aggregates):
         value = f"v{index}" if agg.args else None
         if value:
             columns.append(to_column(agg.args[0].expr, mapping).alias(value))
         flt = f"f{index}" if agg.filter is not None else None
         if flt:
             columns.append(to_column(agg.filter.expr, mapping).alias(flt))
-        relevant = None
-        if relevance:
-            relevant = f"r{index}"
-            columns.append(_relevant(agg, relevance).alias(relevant))
-        slots.append(Slot(agg, value, "l", None, flt, relevant))  # type: ignore[arg-type]
+        inputs.append((agg, value, flt))
     projected = rows.select(*columns)
-    slots = [_typed(slot, projected) for slot in slots]
+    slots = [_slot(agg, layout, value, flt, projected) for agg, value, flt in inputs]
     sets = None
     if aggregate.grouping_sets is not None:
         index_of = {k.value.key: i for i, k in enumerate(plain_keys)}
         sets = [[index_of[r.key] for r in members] for members in aggregate.grouping_sets]
-    unpivoted = state.unpivot(projected, keys, slots, sets, carry=["ts"])
+    carry = ["ts", *[c for c in projected.columns if c != "ts" and c not in keys]]
+    keyed = state.explode_grouping_sets(projected, keys, sets, carry)
     slicer = slicer_for(aggregate.window)
-    stream = unpivoted.groupBy(*keys, "gs", slicer.slice(F.col("ts")).alias("w"), "agg", "dv") \
-        .agg(*state.accumulate())
+    stream = keyed.groupBy(*keys, "gs", slicer.slice(F.col("ts")).alias("w")) \
+        .agg(*state.accumulate(layout, slots, "ts"))
     windows = slicer.windows(F.col("w"))
     if windows is not None:
         slices = stream.select("*", windows.alias("w2"))
-        stream = slices.groupBy(*keys, "gs", F.col("w2").alias("w"), "agg", "dv") \
-            .agg(*state.combine(slicer.contains(F.col("w"), F.col("w2"))))
-    return Stage(aggregate, stream.select(*keys, "gs", "w", "agg", "dv", *state.BUFFER), keys, slots, slicer)
+        stream = slices.groupBy(*keys, "gs", F.col("w2").alias("w")) \
+            .agg(*state.combine(layout, slicer.contains(F.col("w"), F.col("w2"))))
+    fields = state.buffer_fields(layout)
+    return Stage(aggregate, stream.select(*keys, "gs", "w", *fields), keys, slots, slicer)
 
 
-def _with_rows(aggregates: tuple[Aggregate, ...]) -> list[Aggregate]:
-    """The query's aggregates, plus the row count every layout keeps (see state.ROWS)."""
-    return [*aggregates, Aggregate(function=ROWS, distinct=False, args=(), written=ROWS)]
-
-
-def _typed(slot: Slot, projected: DataFrame) -> Slot:
-    """The slot with its value family, from the Spark type of the aggregate's input."""
-    if slot.value is None:
-        return Slot(slot.aggregate, None, "l", T.LongType(), slot.filter, slot.relevant)
-    data_type = projected.schema[slot.value].dataType
-    return Slot(slot.aggregate, slot.value, state.family_of(data_type, slot.function), data_type,
-                slot.filter, slot.relevant)
+def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | None,
+          projected: DataFrame) -> Slot:
+    """The aggregate's place in the buffer, and its value family from its input's Spark type."""
+    index = layout.pool_of(agg).slot_of(agg.identity)
+    if value is None:
+        return Slot(agg, index, None, "m", T.LongType(), flt)
+    data_type = projected.schema[value].dataType
+    return Slot(agg, index, value, state.family_of(data_type, agg.function), data_type, flt)
 
 
 def _source_input(spark: SparkSession, model: JobModel, aggregate: WindowAggregate) -> tuple[DataFrame, dict[str, str]]:
@@ -175,49 +171,30 @@ def _source_input(spark: SparkSession, model: JobModel, aggregate: WindowAggrega
     return df.withColumn("ts", F.col(table.rowtime)), mapping
 
 
-def _cascade_input(upstream: Stage) -> tuple[DataFrame, dict[str, str], dict[str, str]]:
-    """An upstream window's emitted rows as the input of the next window aggregation.
-
-    Each upstream row holds one aggregate of one window; a downstream aggregate reads the rows of
-    the upstream aggregate its argument names (``relevance``)."""
-    readable = [slot for slot in upstream.slots if not slot.aggregate.distinct and slot.aggregate.expr is not None]
-    finals = {slot.identity: f"u{i}" for i, slot in enumerate(readable)}
+def _cascade_input(upstream: Stage) -> tuple[DataFrame, dict[str, str]]:
+    """An upstream window's emitted rows (one per window) as the input of the next aggregation."""
+    readable = upstream.slots
+    finals = {slot.aggregate.identity: f"u{i}" for i, slot in enumerate(readable)}
     level = upstream.aggregate.window.level
-    rows = upstream.stream.where(F.coalesce(F.col("n"), F.lit(0)) > 0).where(F.col("dv").isNull())
-    columns = [F.col(c) for c in rows.columns] + [state.row_value(s).alias(finals[s.identity]) for s in readable]
     start, end = upstream.slicer.bounds(F.col("w"))
-    columns += [start.alias("_ws"), end.alias("_we"), F.window_time(F.col("w")).alias("ts")]
-    mapping = {slot.aggregate.expr_key: finals[slot.identity] for slot in readable}
+    columns = [*[F.col(k) for k in upstream.keys],
+               *[state.final_value(s).alias(finals[s.aggregate.identity]) for s in readable],
+               start.alias("_ws"), end.alias("_we"), F.window_time(F.col("w")).alias("ts")]
+    mapping = {slot.aggregate.expr_key: finals[slot.aggregate.identity] for slot in readable}
     plain = [k for k in upstream.aggregate.group_keys if not k.is_window]
     mapping.update({k.value.key: name for k, name in zip(plain, upstream.keys)})
     mapping.update({sql_key(window_column(level, "window_start")): "_ws",
                     sql_key(window_column(level, "window_end")): "_we",
                     sql_key(window_column(level, "window_time")): "ts"})
-    relevance = {slot.aggregate.expr_key: slot.identity for slot in readable}
-    return rows.select(*columns), mapping, relevance
-
-
-def _relevant(agg: Aggregate, relevance: dict[str, str]) -> Column:
-    inputs = [a.expr for a in agg.args] + ([agg.filter.expr] if agg.filter else [])
-    reads = {identity for key, identity in relevance.items() if any(_contains(e, key) for e in inputs)}
-    if len(reads) > 1:
-        raise SQLModelError(f"{agg.written} combines several upstream aggregates; a cascaded window "
-                            "aggregate may read one")
-    return F.col("agg") == F.lit(reads.pop() if reads else ROWS)
-
-
-def _contains(expr: exp.Expression, key: str) -> bool:
-    return any(sql_key(node) == key for node in expr.walk())
+    return upstream.stream.select(*columns), mapping
 
 
 # ------------------------------------------------------------------------------- per batch
 def _finalizer(pipeline: Pipeline, stage: Stage, sink: Table | None) -> Callable[[DataFrame], DataFrame]:
     aggregate = stage.aggregate
     level = aggregate.window.level
-    identities = [slot.identity for slot in stage.slots]
     mapping = {k.value.key: name for k, name in zip([k for k in aggregate.group_keys if not k.is_window], stage.keys)}
-    mapping.update({slot.aggregate.expr_key: f"a{i}" for i, slot in enumerate(stage.slots)
-                    if slot.aggregate.expr is not None})
+    mapping.update({slot.aggregate.expr_key: f"a{i}" for i, slot in enumerate(stage.slots)})
     for name in WINDOW_FIELDS:
         mapping[sql_key(window_column(level, name))] = name
     topn = pipeline.topn
@@ -228,16 +205,11 @@ def _finalizer(pipeline: Pipeline, stage: Stage, sink: Table | None) -> Callable
     sink_types = _sink_types(sink, len(outputs))
 
     def finalize(batch: DataFrame) -> DataFrame:
-        rows = batch.where(F.col("agg").isin(identities))
         start, end = stage.slicer.bounds(F.col("w"))
-        rows = rows.select("*", start.alias("_start"), end.alias("window_end"))
-        group = [*stage.keys, "gs", "window_end"] if stage.slicer.identify_by_end \
-            else [*stage.keys, "gs", "_start", "window_end"]
-        columns = state.pivot_columns(stage.slots)
-        first = F.min(F.when(F.col("agg") == ROWS, F.col("_start"))) if stage.slicer.identify_by_end \
-            else F.first("_start")
-        pivot = rows.groupBy(*group).agg(*columns, first.alias("window_start")).where(F.col("_rows") > 0)
-        pivot = pivot.withColumn("window_time", F.col("window_end") - F.expr("INTERVAL 1 MILLISECOND"))
+        pivot = batch.where(F.col(state.ROWS) > 0).select(
+            *stage.keys, *[state.final_value(slot).alias(f"a{i}") for i, slot in enumerate(stage.slots)],
+            start.alias("window_start"), end.alias("window_end"),
+            (end - F.expr("INTERVAL 1 MILLISECOND")).alias("window_time"))
         if topn is not None:
             order = [to_column(k.expr, mapping).desc() if d == "DESC" else to_column(k.expr, mapping).asc()
                      for k, d in topn.order_keys]

@@ -1,10 +1,12 @@
 """The checkpoint guard: a job refuses to restart on state its SQL cannot reuse.
 
 Beside Spark's own files, the checkpoint directory holds ``_stategate/job.sql`` (the SQL the state
-was built by) and ``_stategate/signature.json`` (the state layout it implies). On start the given SQL
-is compared with the recorded one by the analyzer:
+was built by) and ``_stategate/signature.json`` (the state it implies, with the slot of every
+aggregate: ``analyzer.layout``). On start the given SQL is compared with the recorded one by the
+analyzer, together with whether its aggregates fit the recorded slots:
 
-* FULL / PARTIAL → restart from the checkpoint;
+* FULL / PARTIAL → restart from the checkpoint, with the recorded slots evolved to the new SQL;
+* a checkpoint of an older layout, or a change that does not fit the slots → INCOMPATIBLE;
 * INCOMPATIBLE → refuse; UNKNOWN → refuse unless a human accepted it (``--accept UNKNOWN``);
 * ``--fresh`` → only on a checkpoint without Spark state (at most a record): the job never
   deletes or overwrites state (archiving is the Airflow provider's job).
@@ -15,14 +17,21 @@ This protects anyone who runs the job by hand, outside the Airflow gate, too.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from analyzer import JobModel, Report, Verdict, build, compare_models
-from analyzer.signature import state_signature
 from analyzer.errors import SQLModelError
+from analyzer.layout import LAYOUT_V1, JobLayout, plan, watermark_of_offset_log
+from analyzer.signature import state_signature
 from spark_jobs import RECORD_DIR
 from spark_jobs.storage import HadoopStorage
+
+
+def query_dir(checkpoint: str, pipeline: str) -> str:
+    """Where the streaming query of a pipeline keeps its checkpoint."""
+    return f"{checkpoint.rstrip('/')}/{re.sub(r'[^A-Za-z0-9_.#-]', '_', pipeline)}"
 
 
 class CheckpointRefused(RuntimeError):
@@ -42,13 +51,14 @@ class CheckpointGuard:
     def record_dir(self) -> str:
         return f"{self.checkpoint.rstrip('/')}/{RECORD_DIR}"
 
-    def check(self, fresh: bool = False, accept: Verdict = Verdict.PARTIAL) -> Report | None:
-        """Raise :class:`CheckpointRefused` unless starting is safe; the report of the change, if any.
+    def check(self, fresh: bool = False, accept: Verdict = Verdict.PARTIAL) -> tuple[Report | None, JobLayout]:
+        """Raise :class:`CheckpointRefused` unless starting is safe; the report of the change (None on
+        a fresh start) and the slot layout to run with.
 
         ``accept`` is the worst verdict to restart on: PARTIAL by default, UNKNOWN once a human has
         decided the state is reusable. INCOMPATIBLE is never accepted."""
         if not self.holds_state():
-            return None
+            return None, plan(self.model)
         if fresh:
             raise CheckpointRefused(
                 f"--fresh given but the checkpoint {self.checkpoint} holds state: the job never deletes "
@@ -62,7 +72,9 @@ class CheckpointGuard:
             old = build(self.storage.read_text(recorded), source=recorded)
         except SQLModelError as error:
             raise CheckpointRefused(f"the recorded SQL no longer parses: {error}") from None
-        report = compare_models(old, self.model)
+        signature = self._recorded_signature()
+        watermarks = {p.name: self._watermark(p.name) for p in self.model.pipelines}
+        report = compare_models(old, self.model, signature, watermarks)
         verdict = report.verdict
         if verdict is Verdict.INCOMPATIBLE or verdict > accept:
             reasons = "; ".join(f"{f.rule}: {f.message}" for f in report.findings
@@ -72,7 +84,25 @@ class CheckpointGuard:
                       else "a human must decide: restart with --accept UNKNOWN, or archive and start --fresh")
             raise CheckpointRefused(
                 f"refusing to restart from {self.checkpoint}: verdict {verdict.value} ({reasons}); {advice}")
-        return report
+        return report, plan(self.model, JobLayout.from_signature(signature), watermarks)
+
+    def _recorded_signature(self) -> dict:
+        """The recorded state signature; a record without one predates layouts (v1)."""
+        path = f"{self.record_dir}/signature.json"
+        if not self.storage.exists(path):
+            return {"layout": LAYOUT_V1}
+        return json.loads(self.storage.read_text(path))
+
+    def _watermark(self, pipeline: str) -> int | None:
+        """The watermark of the pipeline's last planned batch, from Spark's offset log."""
+        offsets = f"{query_dir(self.checkpoint, pipeline)}/offsets"
+        if not self.storage.exists(offsets):
+            return None
+        batches = [int(name) for name in (e.rstrip("/").rsplit("/", 1)[-1] for e in self.storage.list(offsets))
+                   if name.isdigit()]
+        if not batches:
+            return None
+        return watermark_of_offset_log(self.storage.read_text(f"{offsets}/{max(batches)}"))
 
     def holds_state(self) -> bool:
         """Whether Spark has written anything here. A record alone (a job stopped before its
@@ -80,9 +110,9 @@ class CheckpointGuard:
         return any(entry.rstrip("/").rsplit("/", 1)[-1] != RECORD_DIR
                    for entry in self.storage.list(self.checkpoint))
 
-    def record(self) -> None:
-        """Store the SQL the state is now built by; each file replaced atomically."""
+    def record(self, layout: JobLayout) -> None:
+        """Store the SQL the state is now built by and its slots; each file replaced atomically."""
         self.storage.mkdirs(self.record_dir)
         self.storage.write_text(f"{self.record_dir}/job.sql", self.sql)
-        signature = {**state_signature(self.model), "recorded_at": datetime.now(timezone.utc).isoformat()}
+        signature = {**state_signature(self.model, layout), "recorded_at": datetime.now(timezone.utc).isoformat()}
         self.storage.write_text(f"{self.record_dir}/signature.json", json.dumps(signature, indent=2))

@@ -14,7 +14,7 @@ from pyspark.sql.streaming import StreamingQuery
 from analyzer import Report, Verdict, build
 from spark_jobs.compile import CompiledPipeline, compile_pipeline
 from spark_jobs.connectors import BatchWriter, batch_writer
-from spark_jobs.guard import CheckpointGuard
+from spark_jobs.guard import CheckpointGuard, query_dir
 from spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.job")
@@ -55,18 +55,18 @@ def run(
     model = build(sql, source=source)
     checkpoint = str(checkpoint).rstrip("/")
     guard = CheckpointGuard(checkpoint, sql, model, HadoopStorage(spark))
-    report = guard.check(fresh=fresh, accept=accept)
+    report, layout = guard.check(fresh=fresh, accept=accept)
     if report is not None:
         log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
-    compiled = [compile_pipeline(spark, model, p) for p in model.pipelines]
+    compiled = [compile_pipeline(spark, model, p, layout) for p in model.pipelines]
     batch_writers = [(writers or {}).get(p.pipeline.name) or _writer(p) for p in compiled]
     # Recorded before the first query starts: a job killed at any moment after Spark wrote its first
     # checkpoint file leaves a checkpoint whose SQL is known, so the restart can be checked.
-    guard.record()
+    guard.record(layout)
     queries = []
     try:
         for pipeline, writer in zip(compiled, batch_writers):
-            queries.append(_start(pipeline, writer, f"{checkpoint}/{_dir_name(pipeline.pipeline.name)}", options))
+            queries.append(_start(pipeline, writer, query_dir(checkpoint, pipeline.pipeline.name), options))
         if wait:
             for query in queries:
                 query.awaitTermination()
@@ -93,6 +93,3 @@ def _start(pipeline: CompiledPipeline, writer: BatchWriter, location: str, optio
     return (pipeline.stream.writeStream.outputMode("append").foreachBatch(write_batch)
             .option("checkpointLocation", location).trigger(**options).start())
 
-
-def _dir_name(name: str) -> str:
-    return re.sub(r"[^A-Za-z0-9_.#-]", "_", name)

@@ -11,8 +11,7 @@ One small class per window kind, as in Flink's slice assigners:
 * :class:`Hop` — slices of ``gcd(size, slide)``; stage 2 groups slices into sliding windows.
 * :class:`Cumulate` — a :class:`Hop` sliding by its step whose windows keep only the slices at or
   after the cumulative window's start.
-* :class:`Session` — no fixed slices: Spark's session window merges per key; windows are matched
-  by their end when a restart adds an aggregate (see :mod:`spark_jobs.state`).
+* :class:`Session` — no fixed slices: Spark's session window merges per key.
 """
 
 from __future__ import annotations
@@ -33,9 +32,6 @@ def _duration(ms: int) -> str:
 
 class WindowSlicer(ABC):
     """Maps records to slices (stage 1) and slices to windows (stage 2)."""
-
-    #: Sessions of one key never overlap, so a session is identified by its end alone.
-    identify_by_end: bool = False
 
     @abstractmethod
     def slice(self, ts: Column) -> Column:
@@ -106,7 +102,6 @@ class Cumulate(Hop):
 @dataclass(frozen=True)
 class Session(WindowSlicer):
     gap_ms: int
-    identify_by_end = True
 
     def slice(self, ts: Column) -> Column:
         return F.session_window(ts, _duration(self.gap_ms))

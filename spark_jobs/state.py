@@ -1,5 +1,4 @@
-"""State layout: aggregates stored under their identity, in one fixed buffer, inside Spark's own
-streaming aggregation.
+"""State layout v2: one state row per (group keys, grouping set, slice), aggregates in fixed slots.
 
 Why not Spark's ``groupBy(keys, window).agg(sum(b), max(c))``? Its state row is positional: the
 value schema is ``(sum, max)``. Adding ``count(c)`` changes that schema and the restart fails the
@@ -7,71 +6,69 @@ state-schema check; swapping two same-typed aggregates passes the check and sile
 from the other's state. Neither matches the verdicts: adding an aggregate is PARTIAL (restart, the
 new one starts from zero) and reordering is FULL.
 
-The layout here unpivots every input row into one row per aggregate, keyed by the aggregate's
-*identity* (``SUM(Bid.price)``: function, DISTINCT, resolved input, FILTER - from the analyzer), and
-aggregates a buffer whose schema never depends on the query::
+Here the streaming aggregation's buffer never depends on the query. It is a fixed number of
+*slots*, each the same set of typed fields, and every aggregate of the query lives in the slot that
+:mod:`analyzer.layout` assigned to its identity (recorded beside the checkpoint)::
 
-    key:   k0..kn (group keys, by position), gs (grouping set), w (slice/window), agg, dv
-    value: n, sum_l, sum_d, sum_m, min_l, max_l, min_d, max_d, min_m, max_m, min_s, max_s, min_t, max_t
+    key:   k0..kn (group keys, by position), gs (grouping set), w (slice)
+    value: n                                   rows of the group (shapes sessions and windows)
+           c<i>                                values counted by slot i (COUNT, AVG)
+           sm<i>, sd<i>                        sums: exact numbers (decimal(38,18)), floating
+           lo<f><i>, hi<f><i>                  min / max per family f: m, d, s (string), t (time)
+           dv<j>                               distinct slot j: the set of values, as text
 
-* adding an aggregate adds rows under a new ``agg`` key: they start from zero, the others continue;
-* deleting one stops its rows; its leftover state is ignored when windows are emitted, then evicted;
-* reordering changes nothing stored; the SELECT order is applied when a window is emitted;
-* ``dv`` carries the value of a DISTINCT aggregate (as text) so that duplicates collapse in the key.
+A slot that holds no aggregate is fed null literals, so adding an aggregate to a free slot starts
+it from zero in every open window; a dropped aggregate's slot is retired until no open window can
+still hold its values (``analyzer.layout``). Group keys stay positional: changing or reordering them
+is INCOMPATIBLE by the rules, and the checkpoint guard refuses those restarts.
 
-Measured on this machine before choosing (2M rows, 1000 keys, local[2]; issue #3): Spark's own
-1-minute tumble 28 s, this unpivoted fixed buffer 29 s, per-key Python state
-(``transformWithStateInPandas``) 267 s. Native aggregation keyed by a stable identity keeps near
-native speed; Python state costs about 9x. The price is paid in rows: a query with A aggregates keeps
-A + 1 state rows per group (the +1 is the internal row count, :data:`ROWS`), each updating the whole
-buffer. ``benchmarks/window_bench.py`` measures it beside Spark's built-in windows (both engines warmed
-up, best of alternating runs; 150k bids, 100 keys, 3 aggregates): TUMBLE 1 min runs at 0.59x of
-Spark's own, HOP, CUMULATE and SESSION at 0.45x-0.56x. The cost is the row count, not the buffer's
-width: a 9-column buffer measured the same. Slicing wins the HOP fan-out back where slices are dense
-(HOP 60 min / 1 min, 1M bids over 20 keys: 0.98x).
-
-Group keys stay positional: changing or reordering them is INCOMPATIBLE by the rules, and the
-checkpoint guard refuses those restarts (same-typed swaps would otherwise pass Spark's check).
+Measured on this machine before choosing (1M bids, 500 keys, TUMBLE 1 min, 3 aggregates, local[2],
+query time; issue #11): Spark's own aggregation 14.7-15.5 s; this buffer with 8 slots 15.8 s and
+with 16 slots 15.4-17.2 s. Layout v1, which unpivoted every row into one state row per aggregate
+(A + 1 rows for A aggregates), cost about 1.5x Spark's own: state rows cost much, buffer width
+little. Integers and decimals share the exact family (a long fits decimal(38,18)); its sums run on
+Java's BigDecimal, as Spark's own decimal sums past 18 digits do.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from typing import Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from analyzer.errors import SQLModelError
+from analyzer.layout import StageLayout
 from analyzer.model import Aggregate
 
 #: The internal row count every layout keeps, whatever the query's aggregates: it says which
-#: (key, window) groups exist and shapes sessions. It is not the user's COUNT(*), which has its own
-#: identity and so starts from zero when it is added, as the PARTIAL verdict promises.
-ROWS = "__rows__"
+#: (key, window) groups exist and shapes sessions. It is not the user's COUNT(*), which has a slot
+#: of its own and so starts from zero when it is added, as the PARTIAL verdict promises.
+ROWS = "n"
 
-#: Value families of the buffer: one typed slot per family keeps the schema fixed.
+#: Value families of a slot: one typed field per family keeps the schema fixed.
 FAMILIES: dict[str, T.DataType] = {
-    "l": T.LongType(),
-    "d": T.DoubleType(),
     "m": T.DecimalType(38, 18),
+    "d": T.DoubleType(),
     "s": T.StringType(),
     "t": T.TimestampType(),
 }
-SUMMABLE = ("l", "d", "m")
-BUFFER = ["n", *(f"sum_{f}" for f in SUMMABLE), *(f"{op}_{f}" for f in FAMILIES for op in ("min", "max"))]
+SUMMABLE = ("m", "d")
 SUPPORTED = ("COUNT", "SUM", "MIN", "MAX", "AVG")
 
 
 def family_of(data_type: T.DataType, function: str) -> str:
-    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType)):
-        return "l"
+    if function == "COUNT":
+        return "m"  # only the count is kept
+    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType,
+                              T.DecimalType)):
+        return "m"
     if isinstance(data_type, (T.FloatType, T.DoubleType)):
         return "d"
-    if isinstance(data_type, T.DecimalType):
-        return "m"
-    if function in ("MIN", "MAX", "COUNT"):
+    if function in ("MIN", "MAX"):
         if isinstance(data_type, T.StringType):
             return "s"
         if isinstance(data_type, (T.TimestampType, T.TimestampNTZType, T.DateType)):
@@ -81,135 +78,157 @@ def family_of(data_type: T.DataType, function: str) -> str:
 
 @dataclass(frozen=True)
 class Slot:
-    """One aggregate of the query, placed in the fixed buffer."""
+    """One aggregate of the query, placed in the buffer."""
 
     aggregate: Aggregate
+    index: int  # slot number in its pool (plain or distinct)
     value: str | None  # input column holding the aggregate's argument; None for COUNT(*)
     family: str
     input_type: T.DataType
     filter: str | None = None  # input column holding its FILTER (WHERE ...) predicate
-    relevant: str | None = None  # input column: does this row feed the aggregate (cascades)
-
-    @property
-    def identity(self) -> str:
-        return ROWS if self.aggregate.function == ROWS else self.aggregate.identity
 
     @property
     def function(self) -> str:
         return self.aggregate.function
 
+    @property
+    def distinct(self) -> bool:
+        return self.aggregate.distinct
 
-def unpivot(df: DataFrame, keys: Sequence[str], slots: Sequence[Slot],
-            grouping_sets: Sequence[Sequence[int]] | None, carry: Sequence[str]) -> DataFrame:
-    """One row per (input row, grouping set, aggregate): ``k*, gs, agg, dv, c, v_*`` plus ``carry``."""
+
+def _plain_fields(i: int) -> list[str]:
+    return [f"c{i}", *(f"s{f}{i}" for f in SUMMABLE), *(f"{op}{f}{i}" for f in FAMILIES for op in ("lo", "hi"))]
+
+
+def buffer_fields(layout: StageLayout) -> list[str]:
+    """The buffer's columns, in schema order: fixed by the layout's widths alone."""
+    fields = [ROWS, *(c for i in range(layout.plain.width) for c in _plain_fields(i))]
+    return fields + [f"dv{j}" for j in range(layout.distinct.width)]
+
+
+def explode_grouping_sets(df, keys: Sequence[str], grouping_sets: Sequence[Sequence[int]] | None,
+                          carry: Sequence[str]):
+    """One row per (input row, grouping set): ``gs`` numbers the set, keys outside it are null."""
     if grouping_sets is None:
-        # One grouping set: no fan-out on the keys, the same layout (gs = 0).
-        keyed = df.select(*carry, *keys, F.lit(0).alias("gs"), _agg_array(slots))
-    else:
-        key_structs = F.array(*[
-            F.struct(F.lit(index).alias("gs"), *[
-                (F.col(k) if i in members else F.lit(None).cast(df.schema[k].dataType)).alias(k)
-                for i, k in enumerate(keys)
-            ])
-            for index, members in enumerate(grouping_sets)
+        return df.select(*carry, *keys, F.lit(0).alias("gs"))
+    key_structs = F.array(*[
+        F.struct(F.lit(index).alias("gs"), *[
+            (F.col(k) if i in members else F.lit(None).cast(df.schema[k].dataType)).alias(k)
+            for i, k in enumerate(keys)
         ])
-        keyed = df.select(*carry, F.explode(key_structs).alias("_k"), _agg_array(slots)) \
-            .select(*carry, *[F.col(f"_k.{k}").alias(k) for k in keys], F.col("_k.gs").alias("gs"), "_aggs")
-    exploded = keyed.select(*carry, *keys, "gs", F.explode("_aggs").alias("_a"))
-    if any(slot.relevant for slot in slots):
-        exploded = exploded.where(F.col("_a.relevant"))
-    return exploded.select(*carry, *keys, "gs",
-                           *[F.col(f"_a.{c}").alias(c) for c in ("agg", "dv", "c", *[f"v_{f}" for f in FAMILIES])])
+        for index, members in enumerate(grouping_sets)
+    ])
+    return df.select(*carry, F.explode(key_structs).alias("_k")) \
+        .select(*carry, *[F.col(f"_k.{k}").alias(k) for k in keys], F.col("_k.gs").alias("gs"))
 
 
-def _agg_array(slots: Sequence[Slot]) -> Column:
-    return F.array(*[_agg_struct(slot) for slot in slots]).alias("_aggs")
+def accumulate(layout: StageLayout, slots: Sequence[Slot], ts: str) -> list[Column]:
+    """Stage 1: the buffer of one slice, from input rows. Slots without an aggregate read nulls.
 
-
-def _agg_struct(slot: Slot) -> Column:
-    value = F.lit(1) if slot.value is None else F.col(slot.value)
-    relevant = F.lit(True) if slot.relevant is None else F.col(slot.relevant)
-    # A FILTERed-out row stays (with no value) so it still shapes sessions and window existence.
-    passes = F.lit(True) if slot.filter is None else F.coalesce(F.col(slot.filter), F.lit(False))
-    counted = passes & value.isNotNull()
-    fields = [
-        F.lit(slot.identity).alias("agg"),
-        (F.when(counted, value.cast("string")) if slot.aggregate.distinct else F.lit(None).cast("string")).alias("dv"),
-        F.when(counted, F.lit(1)).otherwise(F.lit(0)).cast("long").alias("c"),
-    ]
-    for family, data_type in FAMILIES.items():
-        v = F.when(counted, value.cast(data_type)) if family == slot.family and slot.value is not None else None
-        fields.append((v if v is not None else F.lit(None).cast(data_type)).alias(f"v_{family}"))
-    fields.append(relevant.alias("relevant"))
-    return F.struct(*fields)
-
-
-def accumulate() -> list[Column]:
-    """Stage 1: the buffer of one slice, from unpivoted rows."""
-    columns = [F.sum("c").alias("n")]
-    columns += [F.sum(f"v_{f}").alias(f"sum_{f}") for f in SUMMABLE]
-    for family in FAMILIES:
-        columns += [F.min(f"v_{family}").alias(f"min_{family}"), F.max(f"v_{family}").alias(f"max_{family}")]
+    Spark plans equal aggregate expressions once: two free slots (both ``min(NULL)``), or SUM and
+    AVG of one column, would share a buffer field, and the buffer's schema would then depend on the
+    assignment. So each field's input is made unique (:func:`_unique`)."""
+    plain = {s.index: s for s in slots if not s.distinct}
+    distinct = {s.index: s for s in slots if s.distinct}
+    columns = [F.count(F.lit(1)).alias(ROWS)]
+    field = iter(range(1, 1 << 30))
+    for i in range(layout.plain.width):
+        slot = plain.get(i)
+        counted = _counted(slot) if slot else None
+        one = F.when(counted, F.lit(1)) if slot else None
+        columns.append(F.count(_unique(ts, next(field), T.IntegerType(), one)).alias(f"c{i}"))
+        for family in SUMMABLE:
+            wanted = slot is not None and slot.function in ("SUM", "AVG") and slot.family == family
+            value = _unique(ts, next(field), FAMILIES[family], _input(slot, counted, family, wanted))
+            columns.append(F.sum(value).alias(f"s{family}{i}"))
+        for family in FAMILIES:
+            for op, fn in (("lo", F.min), ("hi", F.max)):
+                wanted = slot is not None and slot.family == family and \
+                    slot.function == ("MIN" if op == "lo" else "MAX")
+                value = _unique(ts, next(field), FAMILIES[family], _input(slot, counted, family, wanted))
+                columns.append(fn(value).alias(f"{op}{family}{i}"))
+    for j in range(layout.distinct.width):
+        slot = distinct.get(j)
+        value = F.when(_counted(slot), F.col(slot.value).cast("string")) if slot and slot.value else None
+        columns.append(F.collect_set(_unique(ts, next(field), T.StringType(), value)).alias(f"dv{j}"))
     return columns
 
 
-def combine(condition: Column | None = None) -> list[Column]:
+#: No record has this event time: the instant before which :func:`_unique` tags its fields.
+_NEVER = datetime(1, 1, 1)
+_NEVER_VALUES = {T.IntegerType(): 0, T.DecimalType(38, 18): 0, T.DoubleType(): 0.0, T.StringType(): "",
+                 T.TimestampType(): _NEVER}
+
+
+def _unique(ts: str, tag: int, data_type: T.DataType, value: Column | None) -> Column:
+    """``value`` (None: no value, a null), written so that no two buffer fields are equal
+    expressions, with a branch that never fires (event time equal to year 1 plus ``tag``
+    microseconds) and that the optimizer cannot fold. The result stays nullable: Spark turns a
+    count of a never-null expression into ``count(1)``, which would merge with the row count."""
+    never = F.col(ts) == F.lit(_NEVER + timedelta(microseconds=tag))
+    if value is None:
+        return F.when(never, F.lit(_NEVER_VALUES[data_type]).cast(data_type))
+    return F.when(never, F.lit(None).cast(data_type)).otherwise(value)
+
+
+def _counted(slot: Slot) -> Column:
+    value = F.lit(1) if slot.value is None else F.col(slot.value)
+    # A FILTERed-out row still counts in ROWS, so it shapes sessions and window existence.
+    passes = F.lit(True) if slot.filter is None else F.coalesce(F.col(slot.filter), F.lit(False))
+    return passes & value.isNotNull()
+
+
+def _input(slot: Slot | None, counted: Column | None, family: str, wanted: bool) -> Column | None:
+    """What a field of the slot reads: None where the slot's aggregate does not use it."""
+    if not wanted or slot is None or slot.value is None:
+        return None
+    return F.when(counted, F.col(slot.value).cast(FAMILIES[family]))
+
+
+def combine(layout: StageLayout, condition: Column | None = None) -> list[Column]:
     """Stage 2: the buffer of a window, from the buffers of its slices (optionally only some)."""
     def part(name: str) -> Column:
         return F.col(name) if condition is None else F.when(condition, F.col(name))
 
-    columns = [F.sum(part("n")).alias("n")]
-    columns += [F.sum(part(f"sum_{f}")).alias(f"sum_{f}") for f in SUMMABLE]
-    for family in FAMILIES:
-        columns += [F.min(part(f"min_{family}")).alias(f"min_{family}"),
-                    F.max(part(f"max_{family}")).alias(f"max_{family}")]
+    columns = [F.sum(part(ROWS)).alias(ROWS)]
+    for i in range(layout.plain.width):
+        columns.append(F.sum(part(f"c{i}")).alias(f"c{i}"))
+        columns += [F.sum(part(f"s{f}{i}")).alias(f"s{f}{i}") for f in SUMMABLE]
+        for family in FAMILIES:
+            columns += [F.min(part(f"lo{family}{i}")).alias(f"lo{family}{i}"),
+                        F.max(part(f"hi{family}{i}")).alias(f"hi{family}{i}")]
+    for j in range(layout.distinct.width):
+        columns.append(F.array_distinct(F.flatten(F.collect_list(part(f"dv{j}")))).alias(f"dv{j}"))
     return columns
 
 
-def pivot_columns(slots: Sequence[Slot]) -> list[Column]:
-    """Per emitted window: each aggregate's final value, gathered from its rows (one per DISTINCT value)."""
-    columns = [F.max(F.when(F.col("agg") == ROWS, F.col("n"))).alias("_rows")]
-    for index, slot in enumerate(slots):
-        if slot.identity == ROWS:
-            continue
-        mine = (F.col("agg") == slot.identity) & (F.coalesce(F.col("n"), F.lit(0)) > 0)
-        columns.append(_final(slot, mine).alias(f"a{index}"))
-    return columns
-
-
-def row_value(slot: Slot) -> Column:
-    """The final value of a non-distinct aggregate from its own buffer row (cascaded windows)."""
-    f, function = slot.family, slot.function
-    mine = F.col("agg") == slot.identity
-    if function == "COUNT":
-        value = F.col("n")
-    elif function == "AVG":
-        value = F.col(f"sum_{f}") / F.col("n")
-    elif function == "SUM":
-        value = F.col(f"sum_{f}")
-    else:
-        value = F.col(f"{function.lower()}_{f}")
-    return F.when(mine, value if function == "COUNT" else _cast(value, slot))
-
-
-def _final(slot: Slot, mine: Column) -> Column:
-    f, function = slot.family, slot.function
-    if slot.aggregate.distinct:
-        values = F.when(mine, F.col(f"min_{f}"))
+def final_value(slot: Slot) -> Column:
+    """The aggregate's result for an emitted window, from its slot, typed as Flink types it."""
+    function, family = slot.function, slot.family
+    if slot.distinct:
+        values = F.transform(F.col(f"dv{slot.index}"), lambda x: x.cast(_value_type(slot)))
         if function == "COUNT":
-            return F.count(F.when(mine, F.col("dv")))
+            return F.size(F.col(f"dv{slot.index}")).cast("long")
+        value_type = _value_type(slot)
+        total = F.aggregate(values, F.lit(None).cast(value_type),
+                            lambda acc, x: F.coalesce(acc + x, x).cast(value_type))
         if function == "SUM":
-            return _cast(F.sum(values), slot)
+            return _cast(total, slot)
         if function == "AVG":
-            return _cast(F.sum(values) / F.count(values), slot)
-        return _cast((F.min if function == "MIN" else F.max)(values), slot)
+            return _cast(total / F.size(values), slot)
+        return _cast(F.array_min(values) if function == "MIN" else F.array_max(values), slot)
+    i = slot.index
     if function == "COUNT":
-        return F.coalesce(F.max(F.when(mine, F.col("n"))), F.lit(0)).cast("long")
+        return F.coalesce(F.col(f"c{i}"), F.lit(0)).cast("long")
     if function == "SUM":
-        return _cast(F.max(F.when(mine, F.col(f"sum_{f}"))), slot)
+        return _cast(F.col(f"s{family}{i}"), slot)
     if function == "AVG":
-        return _cast(F.max(F.when(mine, F.col(f"sum_{f}") / F.col("n"))), slot)
-    return _cast(F.max(F.when(mine, F.col(f"{function.lower()}_{f}"))), slot)
+        return _cast(F.col(f"s{family}{i}") / F.col(f"c{i}"), slot)
+    return _cast(F.col(f"{'lo' if function == 'MIN' else 'hi'}{family}{i}"), slot)
+
+
+def _value_type(slot: Slot) -> T.DataType:
+    return FAMILIES[slot.family] if slot.family in SUMMABLE else slot.input_type
 
 
 def _cast(value: Column, slot: Slot) -> Column:

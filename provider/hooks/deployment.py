@@ -105,6 +105,14 @@ class DeploymentHook(BaseHook):
             _replace_text(history, json.dumps(previous, indent=2))
         _replace_text(self.record_path, json.dumps(record, indent=2))
 
+    def state_signature(self) -> dict[str, Any] | None:
+        """The signature the Spark job recorded beside its state (with the slot of each aggregate):
+        the authority on how the checkpoint is laid out."""
+        path = self.checkpoint / RECORD_DIR / "signature.json"
+        if not path.exists():
+            return None
+        return json.loads(path.read_text())
+
     def history(self) -> list[dict[str, Any]]:
         folder = self.job_root / "history"
         if not folder.exists():

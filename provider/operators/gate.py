@@ -12,6 +12,7 @@ from airflow.sdk import BaseNotifier
 from airflow.sdk.exceptions import AirflowFailException, AirflowRuntimeError
 
 from analyzer import Finding, JobModel, Report, SQLModelError, Verdict, build, compare_models
+from analyzer.layout import JobLayout, NoRoom, plan
 from analyzer.signature import state_signature
 from provider.hooks.deployment import DeploymentHook, StateGateError
 from provider.notifiers.log import LogVerdictNotifier
@@ -120,7 +121,8 @@ class StateGateOperator(BaseBranchOperator):
         if finished is not None:
             self.log.warning("finished archiving %s to %s, which a crash had interrupted", self.job_name, finished)
         record = hook.read_record()
-        report = self._report(hook, record, model)
+        deployed = hook.state_signature() or (record or {}).get("signature")
+        report = self._report(hook, record, model, deployed)
         verdict = report.verdict if report else None
         staged = hook.stage_sql(sql, context["run_id"])
         ti = context["ti"]
@@ -130,7 +132,7 @@ class StateGateOperator(BaseBranchOperator):
         ti.xcom_push(key="deployment", value={
             "sql": sql,
             "verdict": verdict.value if verdict else "FIRST_DEPLOY",
-            "signature": state_signature(model),
+            "signature": state_signature(model, _layout(model, deployed, verdict)),
             "previous_sql": record.get("sql") if record else None,
         })
         if report is None:
@@ -149,7 +151,8 @@ class StateGateOperator(BaseBranchOperator):
                                        + report.to_text())
         return self.approval_task_id
 
-    def _report(self, hook: DeploymentHook, record: dict | None, model: JobModel) -> Report | None:
+    def _report(self, hook: DeploymentHook, record: dict | None, model: JobModel,
+                deployed: dict | None) -> Report | None:
         has_state = hook.has_state()
         if record is None and not has_state:
             return None
@@ -160,11 +163,11 @@ class StateGateOperator(BaseBranchOperator):
         if not has_state:
             return None
         try:
-            deployed = build(record["sql"], source=str(hook.record_path))
+            old = build(record["sql"], source=str(hook.record_path))
         except SQLModelError as error:
             return Report((Finding("stategate.record-unreadable", Verdict.UNKNOWN,
                                    f"the deployed SQL no longer parses: {error}"),))
-        return compare_models(deployed, model)
+        return compare_models(old, model, deployed)
 
     def _notify(self, context, report: Report) -> None:
         extra = {
@@ -176,6 +179,18 @@ class StateGateOperator(BaseBranchOperator):
             # Rendering replaces a notifier's template fields in place: render a copy, so the
             # operator's notifier keeps its templates for the next run in the same process.
             copy.copy(notifier)({**context, **extra})
+
+
+def _layout(model: JobModel, deployed: dict | None, verdict: Verdict | None) -> JobLayout:
+    """The slots the job will run with: the deployed ones evolved on a restart, fresh otherwise.
+    (The job plans them again beside its checkpoint, where it also knows which retired slots the
+    watermark has freed; its record is what the next gate reads.)"""
+    if deployed is None or verdict not in (Verdict.FULL, Verdict.PARTIAL, Verdict.UNKNOWN):
+        return plan(model)
+    try:
+        return plan(model, JobLayout.from_signature(deployed))
+    except NoRoom:  # reported as INCOMPATIBLE already: the state is cleared
+        return plan(model)
 
 
 def _run_ended(ti, holder: dict[str, Any]) -> bool:

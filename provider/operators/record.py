@@ -28,7 +28,8 @@ class RecordDeploymentOperator(JobRootOperator):
             "job": self.job_name,
             "sql": deployment["sql"],
             "verdict": deployment["verdict"],
-            "signature": deployment["signature"],
+            # What the job wrote beside its state is authoritative (it planned the slots there).
+            "signature": hook.state_signature() or deployment["signature"],
             "deployed_at": datetime.now(timezone.utc).isoformat(),
             "dag_id": context["dag"].dag_id,
             "dag_run_id": context["run_id"],

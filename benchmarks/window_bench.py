@@ -1,65 +1,88 @@
-"""Window slicing and the state layout, measured beside Spark's built-in window aggregation.
+"""The state layout and window slicing, measured beside Spark's built-in window aggregation.
 
-For each window kind the same bid files are processed, alternating, by what a Spark user would write
-by hand (``groupBy(window(ts, size, slide), key).agg(...)``) and by stategate's compiled job, with
-the same trigger. Printed per kind: input rows per second, the ratio stategate / built-in, the peak
-state rows and state memory (from the streaming query progress), and whether both produced the same
-rows (a mismatch fails the run). Then a restart benchmark: resuming after a PARTIAL change against
-clearing the state and replaying the retained input.
+For each window kind the same bid files are processed by what a Spark user would write by hand
+(``groupBy(window(ts, size, slide), key).agg(...)``, 4 shuffle partitions) and by stategate's
+compiled job (``INSERT INTO`` a parquet sink). Each run is a whole process, as ``spark-submit``
+starts it (JVM start included); the two engines alternate, and the best of ``--repeat`` runs of
+each counts. Printed per case: seconds, input rows per second, the ratio (built-in time /
+stategate time: above 1 stategate is faster), the peak state rows of each, and whether both wrote
+the same rows (a mismatch fails the run). A built-in run that exceeds ``--cap`` seconds is stopped
+and its ratio reported as a lower bound (``>``).
 
-Both engines first run once on a single file (JIT and Python workers warm), then each case runs
-``--repeat`` times, alternating built-in and stategate, and the best time of each is reported: short
-streaming runs on a shared machine vary by tens of percent from run to run.
-
-    .venv/bin/python benchmarks/window_bench.py [--rows 150000] [--keys 100] [--minutes 120] [--files 8] [--repeat 2]
+    .venv/bin/python benchmarks/window_bench.py [--rows 1000000 --keys 500 --minutes 180 --files 10]
+        [--wide-rows 200000 --wide-keys 100] [--repeat 3] [--cap 600] [--only NAME]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import random
 import shutil
+import subprocess
 import sys
 import tempfile
 import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
-from typing import Callable
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
-
-from pyspark.sql import DataFrame, SparkSession  # noqa: E402
-from pyspark.sql import functions as F  # noqa: E402
-
-from spark_jobs.job import run  # noqa: E402
-from spark_jobs.session import get_session  # noqa: E402
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 START = datetime(2026, 1, 1)
 SCHEMA = "bidtime TIMESTAMP, price DECIMAL(10, 2), supplier STRING"
 AGGREGATES = "COUNT(*) AS bids, SUM(price) AS total, MAX(price) AS top"
+COLUMNS = ["window_start", "window_end", "supplier", "bids", "total", "top"]
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
     tvf: str  # the window TVF of the stategate job
-    builtin: Callable[[DataFrame], DataFrame]  # the hand-written Spark equivalent
+    kind: str  # the built-in equivalent: tumble | hop | cumulate | session
+    size_min: int
+    slide_min: int = 0
+    wide: bool = False  # run on the smaller data set (the built-in side fans out size/slide-fold)
 
 
-def _agg(frame: DataFrame, window) -> DataFrame:
-    return frame.groupBy(window.alias("w"), "supplier").agg(
-        F.count(F.lit(1)).alias("bids"), F.sum("price").cast("decimal(38,2)").alias("total"),
-        F.max("price").alias("top"))
+CASES = [
+    Case("TUMBLE 1 min", "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)", "tumble", 1),
+    Case("HOP 60 min / 1 min", "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)",
+         "hop", 60, 1),
+    Case("CUMULATE 1 min / 60 min",
+         "CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)", "cumulate", 60, 1),
+    Case("SESSION 2 min gap", "SESSION(TABLE Bid PARTITION BY supplier, DESCRIPTOR(bidtime), INTERVAL '2' MINUTES)",
+         "session", 2),
+    Case("HOP 1440 min / 1 min",
+         "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '1440' MINUTES)", "hop", 1440, 1, True),
+    Case("CUMULATE 1 min / 1440 min",
+         "CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '1440' MINUTES)",
+         "cumulate", 1440, 1, True),
+]
 
 
-def _cumulate(frame: DataFrame, step: str, size_min: int) -> DataFrame:
+def builtin_frame(case: Case, frame):
+    """What a Spark user writes by hand for the case."""
+    from pyspark.sql import functions as F
+
+    def agg(grouped_frame, window):
+        return grouped_frame.groupBy(window.alias("w"), "supplier").agg(
+            F.count(F.lit(1)).alias("bids"), F.sum("price").cast("decimal(38,2)").alias("total"),
+            F.max("price").alias("top"))
+
+    if case.kind == "tumble":
+        return agg(frame, F.window("bidtime", f"{case.size_min} minutes"))
+    if case.kind == "hop":
+        return agg(frame, F.window("bidtime", f"{case.size_min} minutes", f"{case.slide_min} minutes"))
+    if case.kind == "session":
+        return agg(frame, F.session_window("bidtime", f"{case.size_min} minutes"))
     # Spark has no cumulative window: every record joins the size/step sliding windows that end
     # in its period, and counts only where it is at or after the cumulative window's start.
-    sliding = frame.select("*", F.window("bidtime", f"{size_min} minutes", step).alias("w"))
-    size_us = size_min * 60_000_000
+    sliding = frame.select("*", F.window("bidtime", f"{case.size_min} minutes", f"{case.slide_min} minutes")
+                           .alias("w"))
+    size_us = case.size_min * 60_000_000
     start = F.timestamp_micros(F.floor((F.unix_micros("w.end") - 1) / size_us) * size_us)
     inside = F.col("bidtime") >= start
     return sliding.groupBy("w", "supplier").agg(
@@ -68,21 +91,6 @@ def _cumulate(frame: DataFrame, step: str, size_min: int) -> DataFrame:
         F.max(F.when(inside, F.col("price"))).alias("top"),
     ).where(F.col("bids") > 0).select(F.struct(start.alias("start"), F.col("w.end").alias("end")).alias("w"),
                                         "supplier", "bids", "total", "top")
-
-
-CASES = [
-    Case("TUMBLE 1 min", "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)",
-         lambda f: _agg(f, F.window("bidtime", "1 minute"))),
-    Case("HOP 10 min / 1 min", "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '10' MINUTES)",
-         lambda f: _agg(f, F.window("bidtime", "10 minutes", "1 minute"))),
-    Case("HOP 60 min / 1 min", "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)",
-         lambda f: _agg(f, F.window("bidtime", "60 minutes", "1 minute"))),
-    Case("CUMULATE 1 min / 60 min",
-         "CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)",
-         lambda f: _cumulate(f, "1 minute", 60)),
-    Case("SESSION 2 min gap", "SESSION(TABLE Bid PARTITION BY supplier, DESCRIPTOR(bidtime), INTERVAL '2' MINUTES)",
-         lambda f: _agg(f, F.session_window("bidtime", "2 minutes"))),
-]
 
 
 def generate(directory: Path, rows: int, keys: int, minutes: int, files: int, seed: int = 7) -> None:
@@ -106,153 +114,153 @@ def generate(directory: Path, rows: int, keys: int, minutes: int, files: int, se
     os.utime(closer, (1_700_000_000 + files, 1_700_000_000 + files))
 
 
-def job_sql(source: Path, tvf: str, aggregates: str = AGGREGATES) -> str:
+def job_sql(source: Path, output: Path, tvf: str) -> str:
     return (f"CREATE TABLE Bid ({SCHEMA.replace('TIMESTAMP', 'TIMESTAMP(3)')},\n"
             "  WATERMARK FOR bidtime AS bidtime - INTERVAL '5' SECOND)\n"
             f"WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv',"
             " 'spark.maxFilesPerTrigger' = '1');\n"
-            f"SELECT window_start, window_end, supplier, {aggregates}\nFROM TABLE({tvf})\n"
+            "CREATE TABLE Totals (window_start TIMESTAMP(3), window_end TIMESTAMP(3), supplier STRING,"
+            " bids BIGINT, total DECIMAL(38, 2), top DECIMAL(10, 2))\n"
+            f"WITH ('connector' = 'filesystem', 'path' = '{output}', 'format' = 'parquet');\n"
+            f"INSERT INTO Totals SELECT window_start, window_end, supplier, {AGGREGATES}\nFROM TABLE({tvf})\n"
             "GROUP BY supplier, window_start, window_end;")
 
 
-@dataclass
+# ------------------------------------------------------------------ one run: a whole process
+def child(engine: str, case: Case, source: Path, work: Path) -> None:
+    """Run one engine on one case in this process and print its figures as JSON."""
+    from pyspark.sql import functions as F
+
+    from spark_jobs.job import run
+    from spark_jobs.session import get_session
+
+    spark = get_session(f"bench-{engine}")
+    spark.sparkContext.setLogLevel("ERROR")
+    output, checkpoint = work / "out", work / "ck"
+    started = time.perf_counter()
+    if engine == "builtin":
+        frame = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).csv(str(source))
+                 .withWatermark("bidtime", "5 seconds"))
+        result = builtin_frame(case, frame).select(
+            F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
+            "supplier", "bids", "total", "top")
+        query = (result.writeStream.outputMode("append").format("parquet").option("path", str(output))
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+        query.awaitTermination()
+    else:
+        query = run(spark, job_sql(source, output, case.tvf), checkpoint).queries[0]
+    seconds = time.perf_counter() - started
+    progress = [p for p in query.recentProgress if p]
+    print(json.dumps({
+        "query_seconds": seconds,
+        "input_rows": sum(p["numInputRows"] for p in progress),
+        "state_rows": max((sum(o["numRowsTotal"] for o in p["stateOperators"]) for p in progress), default=0),
+    }))
+
+
+@dataclass(frozen=True)
 class Measured:
-    seconds: float
+    seconds: float  # the whole process
     input_rows: int
     state_rows: int
-    state_bytes: int
     output: Path
-
-    @property
-    def rate(self) -> float:
-        return self.input_rows / self.seconds
+    capped: bool = False
+    error: str = ""  # the last line a failed run printed
 
 
-def _state(query) -> tuple[int, int, int]:
-    """Input rows, and the peak state rows and bytes over the run's micro-batches (all operators)."""
-    progress = [p for p in query.recentProgress if p]
-    inputs = sum(p["numInputRows"] for p in progress)
-    rows = max((sum(o["numRowsTotal"] for o in p["stateOperators"]) for p in progress), default=0)
-    memory = max((sum(o["memoryUsedBytes"] for o in p["stateOperators"]) for p in progress), default=0)
-    return inputs, rows, memory
-
-
-def run_builtin(spark: SparkSession, case: Case, source: Path, work: Path) -> Measured:
-    output = work / "builtin-out"
-    shutil.rmtree(output, ignore_errors=True)
-    shutil.rmtree(work / "builtin-ck", ignore_errors=True)
-    frame = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).csv(str(source))
-             .withWatermark("bidtime", "5 seconds"))
-    result = case.builtin(frame).select(F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
-                                        "supplier", "bids", "total", "top")
+def measure(engine: str, case: Case, source: Path, work: Path, cap: float) -> Measured:
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    command = [sys.executable, __file__, "--child", engine, "--case", case.name, "--source", str(source),
+               "--work", str(work)]
     started = time.perf_counter()
-    query = (result.writeStream.outputMode("append").format("parquet").option("path", str(output))
-             .option("checkpointLocation", str(work / "builtin-ck")).trigger(availableNow=True).start())
-    query.awaitTermination()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=cap, cwd=ROOT,
+                              env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    except subprocess.TimeoutExpired:
+        return Measured(cap, 0, 0, work / "out", capped=True)
     seconds = time.perf_counter() - started
-    return Measured(seconds, *_state(query), output)
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if "Exception" in line or "Error" in line]
+        return Measured(seconds, 0, 0, work / "out", error=(errors or ["exit %d" % done.returncode])[0][:200])
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return Measured(seconds, figures["input_rows"], figures["state_rows"], work / "out")
 
 
-def run_stategate(spark: SparkSession, sql: str, checkpoint: Path, output: Path,
-                  resume: bool = False) -> Measured:
-    """Run the compiled job; from scratch, or with ``resume`` from the checkpoint a run left."""
-    if not resume:
-        shutil.rmtree(output, ignore_errors=True)
-        shutil.rmtree(checkpoint, ignore_errors=True)
+def same_rows(left: Path, right: Path) -> tuple[bool, int]:
+    import pandas as pd
 
-    def write(frame: DataFrame, batch_id: int) -> None:
-        frame.write.mode("append").parquet(str(output))
+    def rows(path: Path) -> pd.DataFrame:
+        frame = pd.read_parquet(path)[COLUMNS]
+        frame = frame[frame["supplier"] != "closer"].astype(str)
+        return frame.sort_values(COLUMNS).reset_index(drop=True)
 
-    started = time.perf_counter()
-    result = run(spark, sql, checkpoint, writers={"select#1": write})
-    seconds = time.perf_counter() - started
-    return Measured(seconds, *_state(result.queries[0]), output)
-
-
-def best(runs: list[Measured]) -> Measured:
-    return min(runs, key=lambda m: m.seconds)
-
-
-def warm_up(spark: SparkSession, source: Path, work: Path) -> None:
-    single = work / "warm-up"
-    single.mkdir()
-    shutil.copy2(next(iter(sorted(source.iterdir()))), single)
-    run_builtin(spark, CASES[2], single, work)
-    run_stategate(spark, job_sql(single, CASES[2].tvf), work / "warm-ck", work / "warm-out")
-
-
-def same_rows(spark: SparkSession, left: Path, right: Path) -> tuple[bool, int]:
-    columns = ["window_start", "window_end", "supplier", "bids", "total", "top"]
-    a = spark.read.parquet(str(left)).select(*columns)
-    b = spark.read.parquet(str(right)).select(*columns).where(F.col("supplier") != "closer")
-    a = a.where(F.col("supplier") != "closer")
-    return a.exceptAll(b).isEmpty() and b.exceptAll(a).isEmpty(), a.count()
-
-
-def restart_benchmark(spark: SparkSession, source: Path, work: Path, files: int) -> None:
-    """Resume after a PARTIAL change vs clear the state and replay the retained input."""
-    tvf = CASES[2].tvf
-    half = work / "half"
-    half.mkdir()
-    all_files = sorted(source.iterdir())
-    for path in all_files[: files // 2]:
-        shutil.copy2(path, half / path.name)
-    v1 = job_sql(half, tvf, "COUNT(*) AS bids, SUM(price) AS total")
-    v2 = job_sql(half, tvf, "COUNT(*) AS bids, SUM(price) AS total, MAX(price) AS top")
-    run_stategate(spark, v1, work / "resume-ck", work / "resume-v1")
-    for path in all_files[files // 2:]:
-        shutil.copy2(path, half / path.name)
-    resumed = run_stategate(spark, v2, work / "resume-ck", work / "resume-v2", resume=True)
-    replayed = run_stategate(spark, v2, work / "replay-ck", work / "replay-v2")
-    print(f"\nrestart after a PARTIAL change ({CASES[2].name}, second half of the input arriving):")
-    print(f"  resume from the checkpoint   {resumed.seconds:7.1f} s  ({resumed.input_rows:,} rows read)")
-    print(f"  clear state, replay input    {replayed.seconds:7.1f} s  ({replayed.input_rows:,} rows read)")
-    print(f"  replay / resume              {replayed.seconds / resumed.seconds:7.2f}x")
+    a, b = rows(left), rows(right)
+    return a.equals(b), len(a)
 
 
 def main() -> int:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=150_000)
-    parser.add_argument("--keys", type=int, default=100)
-    parser.add_argument("--minutes", type=int, default=120)
-    parser.add_argument("--files", type=int, default=8)
-    parser.add_argument("--repeat", type=int, default=2, help="alternating runs per case; the best counts")
+    parser.add_argument("--rows", type=int, default=1_000_000)
+    parser.add_argument("--keys", type=int, default=500)
+    parser.add_argument("--wide-rows", type=int, default=200_000, help="bids for the day-long windows")
+    parser.add_argument("--wide-keys", type=int, default=100)
+    parser.add_argument("--minutes", type=int, default=180)
+    parser.add_argument("--files", type=int, default=10)
+    parser.add_argument("--repeat", type=int, default=3, help="alternating runs per case; the best counts")
+    parser.add_argument("--cap", type=float, default=600, help="seconds before a run is stopped")
     parser.add_argument("--only", help="run only the cases whose name contains this text")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
+    if args.child:
+        child(args.child, next(c for c in CASES if c.name == args.case), args.source, args.work)
+        return 0
 
     work = Path(tempfile.mkdtemp(prefix="stategate-bench-"))
     try:
-        source = work / "bids"
-        generate(source, args.rows, args.keys, args.minutes, args.files)
-        spark = get_session("stategate-bench", master="local[2]")
-        spark.sparkContext.setLogLevel("ERROR")
-        print(f"{args.rows:,} bids, {args.keys} suppliers, {args.minutes} min of event time, "
-              f"{args.files} files (one per micro-batch), local[2], best of {args.repeat}\n")
-        warm_up(spark, source, work)
-        print(f"{'window':<26}{'built-in rows/s':>16}{'stategate rows/s':>18}{'ratio':>7}"
-              f"{'peak state rows b/s':>22}{'state MB b/s':>15}  same rows")
+        main_data, wide_data = work / "bids", work / "bids-wide"
+        generate(main_data, args.rows, args.keys, args.minutes, args.files)
+        generate(wide_data, args.wide_rows, args.wide_keys, args.minutes, args.files)
+        print(f"{args.rows:,} bids / {args.keys} suppliers (day-long windows: {args.wide_rows:,} / "
+              f"{args.wide_keys}), {args.minutes} min of event time, {args.files} files (one per "
+              f"micro-batch), local[2], whole processes, alternating, best of {args.repeat}\n")
+        print(f"{'window':<27}{'built-in s':>11}{'stategate s':>12}{'built-in rows/s':>16}"
+              f"{'stategate rows/s':>17}{'ratio':>8}{'peak state rows b/s':>22}  same rows")
         failures = 0
         for case in CASES:
             if args.only and args.only not in case.name:
                 continue
-            case_dir = work / case.name.replace(" ", "_").replace("/", "-")
-            case_dir.mkdir()
-            builtins, ours_runs = [], []
-            for _ in range(args.repeat):
-                builtins.append(run_builtin(spark, case, source, case_dir))
-                ours_runs.append(run_stategate(spark, job_sql(source, case.tvf), case_dir / "sg-ck",
-                                               case_dir / "sg-out"))
-            builtin, ours = best(builtins), best(ours_runs)
-            same, count = same_rows(spark, builtin.output, ours.output)
-            failures += not same
-            print(f"{case.name:<26}{builtin.rate:>16,.0f}{ours.rate:>18,.0f}{ours.rate / builtin.rate:>7.2f}"
-                  f"{f'{builtin.state_rows:,}/{ours.state_rows:,}':>22}"
-                  f"{f'{builtin.state_bytes / 1e6:.1f}/{ours.state_bytes / 1e6:.1f}':>15}  "
-                  f"{'yes' if same else 'NO'} ({count:,} windows)")
-        if not args.only:
-            restart_benchmark(spark, source, work, args.files)
+            source = wide_data if case.wide else main_data
+            builtins, ours = [], []
+            for attempt in range(args.repeat):
+                builtins.append(measure("builtin", case, source, work / f"b{attempt}", args.cap))
+                ours.append(measure("stategate", case, source, work / f"s{attempt}", args.cap))
+                if builtins[-1].capped:
+                    break  # a capped run is a lower bound already; do not spend the cap again
+            builtin = min(builtins, key=lambda m: m.seconds)
+            mine = min(ours, key=lambda m: (bool(m.error), m.seconds))
+            if mine.error or builtin.error:
+                failures += 1
+                print(f"{case.name:<27}FAILED: {mine.error or builtin.error}", flush=True)
+                continue
+            rows = builtin.input_rows or mine.input_rows
+            if builtin.capped or mine.capped:
+                same, count = None, 0
+            else:
+                same, count = same_rows(builtin.output, mine.output)
+                failures += not same
+            ratio = builtin.seconds / mine.seconds
+            print(f"{case.name:<27}{('>' if builtin.capped else '') + f'{builtin.seconds:.1f}':>11}"
+                  f"{('>' if mine.capped else '') + f'{mine.seconds:.1f}':>12}"
+                  f"{rows / builtin.seconds:>16,.0f}{rows / mine.seconds:>17,.0f}"
+                  f"{('>' if builtin.capped else '') + f'{ratio:.2f}':>8}"
+                  f"{f'{builtin.state_rows:,}/{mine.state_rows:,}':>22}  "
+                  f"{'n/a (capped)' if same is None else ('yes' if same else 'NO')} ({count:,} windows)", flush=True)
         if failures:
-            print(f"\nFAILED: {failures} case(s) produced different rows", file=sys.stderr)
+            print(f"\nFAILED: {failures} case(s) failed or produced different rows", file=sys.stderr)
             return 1
         return 0
     finally:

@@ -154,7 +154,9 @@ class FileSink:
         # One staging directory per batch: an attempt killed half-way leaves it behind, the replay
         # overwrites it. Names starting with '_' are invisible to Spark's and Hadoop's readers.
         staging = f"{self.path}/_staging/{name}"
-        writer = df.coalesce(1).write.mode("overwrite").format(self.fmt).options(**self.options)
+        # One file per batch. repartition, not coalesce: coalesce(1) would run the stateful
+        # aggregation feeding this batch in a single task (measured: about 1.5x the batch time).
+        writer = df.repartition(1).write.mode("overwrite").format(self.fmt).options(**self.options)
         if self.fmt in ("csv", "json"):
             writer = writer.option("timestampFormat", "yyyy-MM-dd HH:mm:ss.SSS")
         writer.save(staging)

@@ -37,8 +37,11 @@ LAYOUT = "stategate-slots-v2"
 
 SLOTS_SETTING = "stategate.state.slots"
 DISTINCT_SLOTS_SETTING = "stategate.state.distinct-slots"
-#: Plain slots: at least this many, and at least twice the aggregates at the first deploy.
-DEFAULT_SLOTS = 8
+#: Plain slots at the first deploy: the aggregates plus this many free ones (and at least
+#: :data:`MIN_SLOTS`). Every slot costs each input row a few field updates, free or not: measured
+#: (1M bids, TUMBLE 1 min, 3 aggregates) 25.9 s with 4 slots against 31.6 s with 8.
+HEADROOM = 2
+MIN_SLOTS = 4
 
 
 class NoRoom(ValueError):
@@ -170,8 +173,8 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
 def _fresh(model: JobModel, stage: WindowAggregate) -> StageLayout:
     plain = [a.identity for a in stage.aggregates if not a.distinct]
     distinct = [a.identity for a in stage.aggregates if a.distinct]
-    width = _setting(model, SLOTS_SETTING, max(DEFAULT_SLOTS, 2 * len(plain)))
-    distinct_width = _setting(model, DISTINCT_SLOTS_SETTING, 2 * len(distinct))
+    width = _setting(model, SLOTS_SETTING, max(MIN_SLOTS, len(plain) + HEADROOM))
+    distinct_width = _setting(model, DISTINCT_SLOTS_SETTING, len(distinct) + HEADROOM if distinct else 0)
     return StageLayout(Pool(width).evolve(plain, None, None, "plain"),
                        Pool(distinct_width).evolve(distinct, None, None, "distinct"))
 

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from analyzer import Verdict
+from analyzer.layout import LAYOUT_V1
 from spark_jobs.guard import RECORD_DIR, CheckpointRefused
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
 
@@ -39,6 +40,8 @@ def test_the_record_holds_the_sql_and_the_state_signature(deployed) -> None:
     stage = signature["pipelines"]["select#1"]["stages"][0]
     assert stage["aggregates"] == ["SUM(Bid.price)"]
     assert stage["window"] == "TUMBLE(Bid.bidtime, size=10min)"
+    assert signature["layout"] == "stategate-slots-v2"
+    assert stage["slots"]["plain"]["assigned"] == {"SUM(Bid.price)": 0}
 
 
 def with_cheap_view(ddl: str) -> str:
@@ -78,6 +81,30 @@ def test_a_human_may_accept_an_unknown_verdict(spark, deployed) -> None:
     v2 = with_cheap_view(bid_ddl(source)) + V1.replace("TABLE Bid,", "TABLE Cheap,")
     collect(spark, v2, checkpoint, accept=Verdict.UNKNOWN)
     assert "Cheap" in (checkpoint / RECORD_DIR / "job.sql").read_text()
+
+
+def test_a_checkpoint_of_the_unpivoted_layout_is_refused_by_name(spark, deployed) -> None:
+    """State written by layout v1 (one row per aggregate) cannot be read as slots: refused, kept."""
+    source, checkpoint = deployed
+    (checkpoint / RECORD_DIR / "signature.json").write_text(json.dumps({"layout": LAYOUT_V1, "pipelines": {}}))
+    (checkpoint / RECORD_DIR / ".signature.json.crc").unlink()  # Hadoop's checksum of the v2 record
+    before = snapshot(checkpoint)
+    with pytest.raises(CheckpointRefused, match=f"stategate.layout.old: the state was written with layout "
+                                                f"{LAYOUT_V1}.*archive the checkpoint"):
+        collect(spark, bid_ddl(source) + V1, checkpoint)
+    assert snapshot(checkpoint) == before
+
+
+def test_a_restart_that_does_not_fit_the_slots_is_refused(spark, tmp_path) -> None:
+    source = seed_bids(tmp_path)
+    checkpoint = tmp_path / "checkpoint"
+    narrow = "SET 'stategate.state.slots' = '1';\n"
+    collect(spark, narrow + bid_ddl(source) + V1, checkpoint)
+    before = snapshot(checkpoint)
+    wider = V1.replace("SUM(price) AS s", "SUM(price) AS s, MAX(price) AS m")
+    with pytest.raises(CheckpointRefused, match="stategate.layout.no-room.*only 0 of 1 plain slots are free"):
+        collect(spark, narrow + bid_ddl(source) + wider, checkpoint)
+    assert snapshot(checkpoint) == before
 
 
 def test_fresh_on_a_non_empty_checkpoint_is_refused(spark, deployed) -> None:

@@ -1,0 +1,98 @@
+"""The slot layout: where each aggregate's state lives, and which changes the recorded layout can take."""
+
+from __future__ import annotations
+
+import pytest
+
+from analyzer import SQLModelError, Verdict, build, compare_models
+from analyzer.layout import LAYOUT_V1, JobLayout, NoRoom, plan
+from analyzer.signature import state_signature
+
+DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING,\n"
+       "  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem');\n")
+
+
+def job(aggregates: str, settings: str = "") -> str:
+    return (settings + DDL + f"SELECT item, window_start, {aggregates}\n"
+            "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
+            "GROUP BY item, window_start, window_end;")
+
+
+def deployed(sql: str) -> dict:
+    model = build(sql)
+    return state_signature(model, plan(model))
+
+
+def slots(sql: str, signature: dict | None = None, watermark: int | None = None) -> dict[str, int]:
+    layout = plan(build(sql), JobLayout.from_signature(signature) if signature else None, {"select#1": watermark})
+    return dict(layout.pipelines["select#1"][0].plain.assigned)
+
+
+def test_a_first_deploy_leaves_free_slots() -> None:
+    signature = deployed(job("SUM(price), MAX(price), COUNT(*)"))
+    pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
+    assert pool["assigned"] == {"SUM(Bid.price)": 0, "MAX(Bid.price)": 1, "COUNT(*)": 2}
+    assert pool["width"] == 5
+
+
+def test_reordering_keeps_every_slot_and_adding_takes_a_free_one() -> None:
+    signature = deployed(job("SUM(price), MAX(price)"))
+    assert slots(job("MAX(price), SUM(price)"), signature) == {"MAX(Bid.price)": 1, "SUM(Bid.price)": 0}
+    assert slots(job("MIN(price), SUM(price), MAX(price)"), signature)["MIN(Bid.price)"] == 2
+
+
+def test_a_retired_slot_is_reused_only_once_no_open_window_can_hold_its_values() -> None:
+    signature = deployed(job("SUM(price), MAX(price), MIN(price), COUNT(*)"))  # width 6
+    retired_at = 1_000_000
+    dropped = state_signature(build(job("SUM(price)")), plan(build(job("SUM(price)")),
+                                                           JobLayout.from_signature(signature),
+                                                           {"select#1": retired_at}))
+    pool = dropped["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
+    # The last window open at the retirement ends within delay (1 s) + size (10 min) of it.
+    assert {r["slot"]: r["reusable_from_ms"] for r in pool["retired"]} == {
+        1: retired_at + 1000 + 600_000, 2: retired_at + 1000 + 600_000, 3: retired_at + 1000 + 600_000}
+    wide = job("SUM(price), AVG(price), COUNT(price), MAX(item), MIN(item), COUNT(item)")
+    with pytest.raises(NoRoom, match="5 plain aggregate"):
+        slots(wide, dropped, watermark=retired_at + 601_000 - 1)
+    reused = slots(wide, dropped, watermark=retired_at + 601_000)
+    assert sorted(reused.values()) == [0, 1, 2, 3, 4, 5]
+    assert reused["SUM(Bid.price)"] == 0
+
+
+def test_a_change_that_does_not_fit_is_incompatible_before_deploy() -> None:
+    old = job("SUM(price)", "SET 'stategate.state.slots' = '2';\n")
+    new = job("SUM(price), MAX(price), MIN(price)", "SET 'stategate.state.slots' = '2';\n")
+    report = compare_models(build(old), build(new), deployed(old))
+    assert report.verdict is Verdict.INCOMPATIBLE
+    finding = next(f for f in report.findings if f.rule == "stategate.layout.no-room")
+    assert "2 plain aggregate(s) added" in finding.message and "only 1 of 2" in finding.message
+    # Without the deployed layout the same change is the seeds' PARTIAL.
+    assert compare_models(build(old), build(new)).verdict is Verdict.PARTIAL
+
+
+def test_a_distinct_aggregate_needs_a_distinct_slot() -> None:
+    old = job("SUM(price)")
+    new = job("SUM(price), COUNT(DISTINCT item)")
+    report = compare_models(build(old), build(new), deployed(old))
+    assert "stategate.layout.no-room" in {f.rule for f in report.findings}
+
+
+def test_state_of_the_unpivoted_layout_is_refused_by_name() -> None:
+    sql = job("SUM(price)")
+    report = compare_models(build(sql), build(sql), {"layout": LAYOUT_V1, "pipelines": {}})
+    assert report.verdict is Verdict.INCOMPATIBLE
+    finding = next(f for f in report.findings if f.rule == "stategate.layout.old")
+    assert LAYOUT_V1 in finding.message and "archive the checkpoint" in finding.message
+
+
+def test_a_changed_width_setting_applies_after_the_state_is_cleared() -> None:
+    old, new = job("SUM(price)"), job("SUM(price)", "SET 'stategate.state.slots' = '12';\n")
+    report = compare_models(build(old), build(new), deployed(old))
+    assert report.verdict is Verdict.FULL
+    assert "stategate.setting.layout" in {f.rule for f in report.findings}
+    assert slots(new, deployed(old)) == {"SUM(Bid.price)": 0}
+
+
+def test_a_bad_width_is_a_located_error() -> None:
+    with pytest.raises(SQLModelError, match="stategate.state.slots' must be a whole number"):
+        plan(build(job("SUM(price)", "SET 'stategate.state.slots' = 'many';\n")))

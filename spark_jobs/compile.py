@@ -5,8 +5,8 @@ The plan of a window aggregation, stage by stage::
     source ─ watermark ─ row filters ─ project keys / aggregate inputs
           ─ grouping sets (one row per set; spark_jobs.state)
           ─ stage 1: slice aggregation into the slot buffer (native streaming aggregation, append)
-          ─ stage 2: windows from slices (HOP, CUMULATE; spark_jobs.slicing)
-          ─ foreachBatch: each aggregate's value from its slot, Top-N, SELECT list, sink types
+          ─ foreachBatch: stage 2, windows from retained slices (HOP, CUMULATE; spark_jobs.assembly)
+                          each aggregate's value from its slot, Top-N, SELECT list, sink types
 
 Everything after stage 2 runs per micro-batch: a window is one row holding every aggregate, so
 the Top-N needs no state and the SELECT list can change freely between restarts. Which slot holds
@@ -30,7 +30,8 @@ from analyzer.model import WINDOW_FIELDS, Aggregate, JobModel, Pipeline, Table, 
 from spark_jobs import state
 from spark_jobs.connectors import read_stream, spark_type
 from spark_jobs.expressions import to_column
-from spark_jobs.slicing import WindowSlicer, slicer_for
+from spark_jobs.assembly import WindowAssembler
+from spark_jobs.slicing import SharedSlicer, WindowSlicer, slicer_for
 from spark_jobs.state import Slot
 
 KEY = "k{}"
@@ -41,34 +42,41 @@ class Stage:
     """A compiled window aggregation: its stream of closed windows and how to read it."""
 
     aggregate: WindowAggregate
-    stream: DataFrame  # k*, gs, w, buffer
+    stream: DataFrame  # k*, gs, w, buffer: closed windows, or closed slices when assembled
     keys: list[str]
     slots: list[Slot]
     slicer: WindowSlicer
+    assembler: WindowAssembler | None  # stage 2, per micro-batch (HOP, CUMULATE)
 
 
 @dataclass(frozen=True)
 class CompiledPipeline:
     pipeline: Pipeline
     stream: DataFrame
-    finalize: Callable[[DataFrame], DataFrame]
+    finalize: Callable[[DataFrame, int], DataFrame]  # a micro-batch of the stream → sink rows
     sink: Table | None
 
 
 def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
-                     layout: JobLayout) -> CompiledPipeline:
+                     layout: JobLayout, location: str) -> CompiledPipeline:
+    """The pipeline's streaming query plan; ``location`` is the query's checkpoint directory."""
     try:
         _check_supported(model, pipeline)
-        stage = _compile_stage(spark, model, pipeline.aggregate, layout.pipelines[pipeline.name])
+        stage = _compile_stage(spark, model, pipeline.aggregate, layout.pipelines[pipeline.name], location)
         sink = model.tables.get(pipeline.sink) if pipeline.sink else None
         if pipeline.sink and sink is None:
             raise SQLModelError(f"INSERT INTO {pipeline.sink}: the sink table is not declared")
-        finalize = _finalizer(pipeline, stage, sink)
+        rows = _finalizer(pipeline, stage, sink)
         # Analyse the per-batch plan now, so a bad SELECT list fails at start, not at the first window.
-        finalize(spark.createDataFrame([], stage.stream.schema)).schema
+        rows(spark.createDataFrame([], stage.stream.schema)).schema
     except SQLModelError as error:
         raise SQLModelError(error.message, source=model.source, line=error.line or pipeline.line,
                             clause=error.clause or pipeline.name) from None
+    assembler = stage.assembler
+
+    def finalize(batch: DataFrame, batch_id: int) -> DataFrame:
+        return rows(assembler(batch, batch_id) if assembler else batch)
+
     return CompiledPipeline(pipeline, stage.stream, finalize, sink)
 
 
@@ -103,10 +111,14 @@ def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
 
 # ------------------------------------------------------------------------------- stages
 def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate,
-                   layouts: tuple[StageLayout, ...]) -> Stage:
+                   layouts: tuple[StageLayout, ...], location: str) -> Stage:
     layout = layouts[0]
     if isinstance(aggregate.source, WindowAggregate):
-        rows, mapping = _cascade_input(_compile_stage(spark, model, aggregate.source, layouts[1:]))
+        upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location)
+        if upstream.assembler is not None:
+            raise SQLModelError(f"a window over the results of a {aggregate.source.window.kind} window is not "
+                                "supported on Spark (its windows are assembled per micro-batch)")
+        rows, mapping = _cascade_input(upstream)
     else:
         rows, mapping = _source_input(spark, model, aggregate)
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
@@ -133,13 +145,9 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     slicer = slicer_for(aggregate.window)
     stream = keyed.groupBy(*keys, "gs", slicer.slice(F.col("ts")).alias("w")) \
         .agg(*state.accumulate(layout, slots, "ts"))
-    windows = slicer.windows(F.col("w"))
-    if windows is not None:
-        slices = stream.select("*", windows.alias("w2"))
-        stream = slices.groupBy(*keys, "gs", F.col("w2").alias("w")) \
-            .agg(*state.combine(layout, slicer.contains(F.col("w"), F.col("w2"))))
+    assembler = WindowAssembler(slicer, layout, keys, location) if isinstance(slicer, SharedSlicer) else None
     fields = state.buffer_fields(layout)
-    return Stage(aggregate, stream.select(*keys, "gs", "w", *fields), keys, slots, slicer)
+    return Stage(aggregate, stream.select(*keys, "gs", "w", *fields), keys, slots, slicer, assembler)
 
 
 def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | None,

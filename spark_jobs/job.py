@@ -58,7 +58,7 @@ def run(
     report, layout = guard.check(fresh=fresh, accept=accept)
     if report is not None:
         log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
-    compiled = [compile_pipeline(spark, model, p, layout) for p in model.pipelines]
+    compiled = [compile_pipeline(spark, model, p, layout, query_dir(checkpoint, p.name)) for p in model.pipelines]
     batch_writers = [(writers or {}).get(p.pipeline.name) or _writer(p) for p in compiled]
     # Recorded before the first query starts: a job killed at any moment after Spark wrote its first
     # checkpoint file leaves a checkpoint whose SQL is known, so the restart can be checked.
@@ -85,14 +85,14 @@ def _writer(pipeline: CompiledPipeline) -> BatchWriter:
 
 
 def _start(pipeline: CompiledPipeline, writer: BatchWriter, location: str, options: dict) -> StreamingQuery:
-    finalize: Callable[[DataFrame], DataFrame] = pipeline.finalize
+    finalize: Callable[[DataFrame, int], DataFrame] = pipeline.finalize
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
         # A sink may act on the batch more than once (look, then write): without the cache each
         # action would run the stateful aggregation again (measured: twice the time per batch).
         batch.persist()
         try:
-            writer(finalize(batch), batch_id)
+            writer(finalize(batch, batch_id), batch_id)
         finally:
             batch.unpersist()
 

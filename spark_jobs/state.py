@@ -185,20 +185,17 @@ def _input(slot: Slot | None, counted: Column | None, family: str, wanted: bool)
     return F.when(counted, F.col(slot.value).cast(FAMILIES[family]))
 
 
-def combine(layout: StageLayout, condition: Column | None = None) -> list[Column]:
-    """Stage 2: the buffer of a window, from the buffers of its slices (optionally only some)."""
-    def part(name: str) -> Column:
-        return F.col(name) if condition is None else F.when(condition, F.col(name))
-
-    columns = [F.sum(part(ROWS)).alias(ROWS)]
+def combine(layout: StageLayout) -> list[Column]:
+    """Stage 2: the buffer of a window, from the buffers of its slices."""
+    columns = [F.sum(ROWS).alias(ROWS)]
     for i in range(layout.plain.width):
-        columns.append(F.sum(part(f"c{i}")).alias(f"c{i}"))
-        columns += [F.sum(part(f"s{f}{i}")).alias(f"s{f}{i}") for f in SUMMABLE]
+        columns.append(F.sum(f"c{i}").alias(f"c{i}"))
+        columns += [F.sum(f"s{f}{i}").alias(f"s{f}{i}") for f in SUMMABLE]
         for family in FAMILIES:
-            columns += [F.min(part(f"lo{family}{i}")).alias(f"lo{family}{i}"),
-                        F.max(part(f"hi{family}{i}")).alias(f"hi{family}{i}")]
+            columns += [F.min(f"lo{family}{i}").alias(f"lo{family}{i}"),
+                        F.max(f"hi{family}{i}").alias(f"hi{family}{i}")]
     for j in range(layout.distinct.width):
-        columns.append(F.array_distinct(F.flatten(F.collect_list(part(f"dv{j}")))).alias(f"dv{j}"))
+        columns.append(F.array_distinct(F.flatten(F.collect_list(f"dv{j}"))).alias(f"dv{j}"))
     return columns
 
 

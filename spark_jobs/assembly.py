@@ -30,9 +30,10 @@ from typing import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from analyzer.layout import StageLayout, watermark_of_offset_log
+from analyzer.layout import watermark_of_offset_log
 from spark_jobs import state
 from spark_jobs.slicing import SharedSlicer
+from spark_jobs.state import Slot
 from spark_jobs.storage import HadoopStorage
 
 #: Beside a query's checkpoint files: the retained slices, one snapshot per micro-batch.
@@ -44,7 +45,7 @@ class WindowAssembler:
     """Turns a micro-batch of closed slices into the windows the batch closes."""
 
     slicer: SharedSlicer
-    layout: StageLayout
+    slots: Sequence[Slot]
     keys: Sequence[str]
     location: str  # the query's checkpoint directory
 
@@ -52,19 +53,17 @@ class WindowAssembler:
         spark = slices.sparkSession
         storage = HadoopStorage(spark)
         low, high = self._watermark(storage, batch_id - 1), self._watermark(storage, batch_id)
-        columns = [*self.keys, "gs", "w", *state.buffer_fields(self.layout)]
+        pool = slices.select(*self._columns(slices))
         retained = self._snapshot(batch_id - 1)
-        pool = slices.select(*columns)
         if storage.exists(retained):
-            pool = spark.read.parquet(retained).select(*columns).unionByName(pool)
+            pool = self._read(spark.read.parquet(retained), slices).unionByName(pool)
         pool = pool.persist()
         try:
             start, end = F.unix_micros(F.col("w.start")), F.unix_micros(F.col("w.end"))
             keep = pool.where(self.slicer.last_end(start) > (high or 0) * 1000)
             keep.write.mode("overwrite").parquet(self._snapshot(batch_id))
-            windows = self._windows(pool, start, end, low, high)
             # Materialized before the pool is released and the old snapshot goes.
-            windows = windows.localCheckpoint(eager=True)
+            windows = self._windows(pool, start, end, low, high).localCheckpoint(eager=True)
         finally:
             pool.unpersist()
         old = self._snapshot(batch_id - 2)
@@ -72,20 +71,32 @@ class WindowAssembler:
             storage.delete(old)
         return windows
 
+    def _columns(self, slices: DataFrame) -> list[str]:
+        """What a retained slice keeps: its keys and the fields the query's aggregates read."""
+        return [*self.keys, "gs", "w", state.ROWS, *(f for slot in self.slots for f in state.fields_of(slot))]
+
+    def _read(self, snapshot: DataFrame, slices: DataFrame) -> DataFrame:
+        """A snapshot in this run's columns: a field it lacks (an aggregate added at a restart
+        takes a slot no retained slice has values in) reads as null, as its slot's state does."""
+        present = set(snapshot.columns)
+        return snapshot.select(*[F.col(c) if c in present else F.lit(None).cast(slices.schema[c].dataType).alias(c)
+                                 for c in self._columns(slices)])
+
     def _windows(self, pool: DataFrame, start: Column, end: Column, low: int | None,
                  high: int | None) -> DataFrame:
         if high is None:
-            return pool.limit(0).select(*self.keys, "gs", "w", *state.buffer_fields(self.layout))
+            return pool.limit(0)
         first = self.slicer.first_end(end)
         if low is not None:
             first = F.greatest(first, self.slicer.grid_floor(F.lit(low * 1000)) + self.slicer.step_us)
         last = F.least(self.slicer.last_end(start), self.slicer.grid_floor(F.lit(high * 1000)))
         ends = F.when(first <= last, F.sequence(first, last, F.lit(self.slicer.step_us)))
         pairs = pool.select("*", F.explode(ends).alias("_end"))
-        combined = pairs.groupBy(*self.keys, "gs", "_end").agg(*state.combine(self.layout))
+        combined = pairs.groupBy(*self.keys, "gs", "_end").agg(*state.combine(self.slots))
         window = F.struct(F.timestamp_micros(self.slicer.start_of(F.col("_end"))).alias("start"),
                           F.timestamp_micros(F.col("_end")).alias("end"))
-        return combined.select(*self.keys, "gs", window.alias("w"), *state.buffer_fields(self.layout))
+        return combined.select(*self.keys, "gs", window.alias("w"),
+                               *[c for c in pool.columns if c not in (*self.keys, "gs", "w")])
 
     def _snapshot(self, batch_id: int) -> str:
         return f"{self.location}/{SLICES_DIR}/{batch_id}"

@@ -145,7 +145,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     slicer = slicer_for(aggregate.window)
     stream = keyed.groupBy(*keys, "gs", slicer.slice(F.col("ts")).alias("w")) \
         .agg(*state.accumulate(layout, slots, "ts"))
-    assembler = WindowAssembler(slicer, layout, keys, location) if isinstance(slicer, SharedSlicer) else None
+    assembler = WindowAssembler(slicer, slots, keys, location) if isinstance(slicer, SharedSlicer) else None
     fields = state.buffer_fields(layout)
     return Stage(aggregate, stream.select(*keys, "gs", "w", *fields), keys, slots, slicer, assembler)
 

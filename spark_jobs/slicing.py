@@ -76,12 +76,17 @@ class SharedSlicer(WindowSlicer):
     def start_of(self, end_us: Column) -> Column:
         """A window's start, from its end."""
 
+    @property
+    @abstractmethod
+    def end_offset_ms(self) -> int:
+        """Where window ends lie on the grid of ``step_ms``."""
+
     def _grid_ceil(self, us: Column) -> Column:
-        offset = (self.offset_ms % self.step_ms) * 1000
+        offset = (self.end_offset_ms % self.step_ms) * 1000
         return F.ceil((us - offset) / self.step_us) * self.step_us + offset
 
     def grid_floor(self, us: Column) -> Column:
-        offset = (self.offset_ms % self.step_ms) * 1000
+        offset = (self.end_offset_ms % self.step_ms) * 1000
         return F.floor((us - offset) / self.step_us) * self.step_us + offset
 
 
@@ -121,6 +126,11 @@ class Hop(SharedSlicer):
     def step_ms(self) -> int:  # type: ignore[override]
         return self.slide_ms
 
+    @property
+    def end_offset_ms(self) -> int:
+        # Windows start on the slide grid (as Flink's and Spark's do); ends are ``size`` later.
+        return self.offset_ms + self.size_ms
+
     def last_end(self, slice_start_us: Column) -> Column:
         return self.grid_floor(slice_start_us + self.size_ms * 1000)
 
@@ -145,6 +155,10 @@ class Cumulate(SharedSlicer):
     @property
     def slice_ms(self) -> int:  # type: ignore[override]
         return self.step_ms
+
+    @property
+    def end_offset_ms(self) -> int:
+        return self.offset_ms
 
     def last_end(self, slice_start_us: Column) -> Column:
         return self._period_start(slice_start_us) + self.size_ms * 1000

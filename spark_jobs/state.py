@@ -185,18 +185,38 @@ def _input(slot: Slot | None, counted: Column | None, family: str, wanted: bool)
     return F.when(counted, F.col(slot.value).cast(FAMILIES[family]))
 
 
-def combine(layout: StageLayout) -> list[Column]:
-    """Stage 2: the buffer of a window, from the buffers of its slices."""
+def combine(slots: Sequence[Slot]) -> list[Column]:
+    """Stage 2: a window's values, from the buffers of its slices: only the fields the query's
+    aggregates read (a window is emitted once, so its row needs no fixed schema)."""
     columns = [F.sum(ROWS).alias(ROWS)]
-    for i in range(layout.plain.width):
-        columns.append(F.sum(f"c{i}").alias(f"c{i}"))
-        columns += [F.sum(f"s{f}{i}").alias(f"s{f}{i}") for f in SUMMABLE]
-        for family in FAMILIES:
-            columns += [F.min(f"lo{family}{i}").alias(f"lo{family}{i}"),
-                        F.max(f"hi{family}{i}").alias(f"hi{family}{i}")]
-    for j in range(layout.distinct.width):
-        columns.append(F.array_distinct(F.flatten(F.collect_list(f"dv{j}"))).alias(f"dv{j}"))
+    for slot in slots:
+        columns += [combined(name) for name in fields_of(slot)]
     return columns
+
+
+def fields_of(slot: Slot) -> list[str]:
+    """The buffer fields an aggregate reads."""
+    i, family = slot.index, slot.family
+    if slot.distinct:
+        return [f"dv{i}"]
+    if slot.function == "COUNT":
+        return [f"c{i}"]
+    if slot.function == "SUM":
+        return [f"s{family}{i}"]
+    if slot.function == "AVG":
+        return [f"c{i}", f"s{family}{i}"]
+    return [f"{'lo' if slot.function == 'MIN' else 'hi'}{family}{i}"]
+
+
+def combined(name: str) -> Column:
+    """A field of several buffers merged into one, by what the field holds."""
+    if name.startswith("dv"):
+        return F.array_distinct(F.flatten(F.collect_list(name))).alias(name)
+    if name.startswith("lo"):
+        return F.min(name).alias(name)
+    if name.startswith("hi"):
+        return F.max(name).alias(name)
+    return F.sum(name).alias(name)
 
 
 def final_value(slot: Slot) -> Column:

@@ -71,3 +71,26 @@ def test_unreadable_file_exits_2(files, tmp_path: Path) -> None:
     result = run("check", str(files[0]), str(tmp_path / "missing.sql"))
     assert result.returncode == 2
     assert "missing.sql" in result.stderr and "cannot read" in result.stderr
+
+
+def test_the_deployed_layout_decides_whether_a_change_fits(tmp_path, files) -> None:
+    """With the recorded slots, an added aggregate that has no free slot is INCOMPATIBLE."""
+    from analyzer import build
+    from analyzer.layout import plan
+    from analyzer.signature import state_signature
+
+    old, new = files
+    narrow = "SET 'stategate.state.slots' = '2';\n"
+    old.write_text(narrow + OLD)
+    new.write_text(narrow + NEW)
+    model = build(old.read_text())
+    layout = tmp_path / "signature.json"
+    layout.write_text(json.dumps(state_signature(model, plan(model))))
+    assert run("check", str(old), str(new)).stdout.startswith("Verdict: PARTIAL")
+    result = run("check", str(old), str(new), "--layout", str(layout), "--fail-on", "incompatible")
+    assert result.returncode == 1
+    assert result.stdout.startswith("Verdict: INCOMPATIBLE")
+    assert "stategate.layout.no-room" in result.stdout
+    (tmp_path / "broken.json").write_text("[1, 2]")
+    broken = run("check", str(old), str(new), "--layout", str(tmp_path / "broken.json"))
+    assert broken.returncode == 2 and "not a state signature" in broken.stderr

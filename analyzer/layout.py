@@ -39,7 +39,7 @@ SLOTS_SETTING = "stategate.state.slots"
 DISTINCT_SLOTS_SETTING = "stategate.state.distinct-slots"
 #: Plain slots at the first deploy: the aggregates plus this many free ones (and at least
 #: :data:`MIN_SLOTS`). A slot is 11 buffer fields; measured (1M bids, TUMBLE 1 min, 3 aggregates,
-#: query time) 20.9 s with 3 slots, 21.7 s with 5, 31.6 s with 8: past about 8 slots the buffer
+#: query time, parquet sink) 25.9 s with 4 slots, 31.6 s with 8: past about 8 slots the buffer
 #: crosses Spark's 100-field limit for generated code (``spark.sql.codegen.maxFields``).
 HEADROOM = 2
 MIN_SLOTS = 4

@@ -195,9 +195,10 @@ def _retire_until(model: JobModel, stage: WindowAggregate, watermark_ms: int | N
     before the largest event time seen (watermark + delay), so it ends within one window size."""
     window = stage.window
     table = model.tables.get(stage.source_table)
-    if watermark_ms is None or window is None or window.size_ms is None or table is None:
+    span = window.shape.span_ms if window else None
+    if watermark_ms is None or span is None or table is None:
         return None
-    return watermark_ms + (table.watermark_delay_ms or 0) + window.size_ms
+    return watermark_ms + (table.watermark_delay_ms or 0) + span
 
 
 def watermark_of_offset_log(text: str) -> int | None:

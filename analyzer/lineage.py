@@ -27,6 +27,7 @@ from analyzer.dialect import (
 )
 from analyzer.errors import SQLModelError
 from analyzer.intervals import interval_ms
+from analyzer.windows import WindowKind
 from analyzer.model import (
     UDTF_MARKER,
     WINDOW_FIELDS,
@@ -207,39 +208,15 @@ class Resolver:
         partition: tuple[Resolved, ...],
         node: exp.Expression,
     ) -> Window:
-        expected = {"TUMBLE": (1, 2), "HOP": (2, 3), "CUMULATE": (2, 3), "SESSION": (1, 1)}[kind]
-        if not expected[0] <= len(intervals) <= expected[1]:
-            raise SQLModelError(
-                f"{kind} takes {expected[0]} to {expected[1]} interval arguments, got {len(intervals)}",
-                clause=node.sql(dialect="flink"),
-            )
         try:
-            ms = [interval_ms(i) for i in intervals]
+            shape = WindowKind.of(kind, [interval_ms(i) for i in intervals])
         except SQLModelError as error:
             raise SQLModelError(error.message, clause=node.sql(dialect="flink")) from None
-        size = slide = gap = offset = None
-        if kind == "TUMBLE":
-            size, offset = ms[0], (ms[1] if len(ms) > 1 else None)
-        elif kind in ("HOP", "CUMULATE"):
-            slide, size, offset = ms[0], ms[1], (ms[2] if len(ms) > 2 else None)
-        else:
-            gap = ms[0]
-        for label, value in (("size", size), ("slide", slide), ("gap", gap)):
-            if value is not None and value <= 0:
-                raise SQLModelError(f"{kind} {label} must be positive", clause=node.sql(dialect="flink"))
-        if kind == "CUMULATE" and size % slide:
-            raise SQLModelError(
-                "CUMULATE size must be a whole multiple of its step", clause=node.sql(dialect="flink")
-            )
         return Window(
-            kind=kind,
+            shape=shape,
             operator=operator,
             time_attr=Resolved.of(time_attr, written_attr),
             time_kind=self._time_kind(time_attr),
-            size_ms=size,
-            slide_ms=slide,
-            gap_ms=gap,
-            offset_ms=offset,
             partition_keys=partition,
             level=base.level + 1,
             written=node.sql(dialect="flink"),

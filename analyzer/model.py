@@ -16,6 +16,7 @@ from typing import Mapping
 from sqlglot import exp
 
 from analyzer.dialect import Flink
+from analyzer.windows import WindowKind
 
 #: Table marker of resolved window attribute columns (``$window1.window_start``); the number is the
 #: window's nesting level so a cascaded window's attributes never collide with the outer one's.
@@ -105,24 +106,20 @@ class Function:
 
 @dataclass(frozen=True)
 class Window:
-    kind: str  # TUMBLE | HOP | CUMULATE | SESSION
+    shape: WindowKind  # the kind and its intervals (analyzer.windows)
     operator: str  # "tvf" (window TVF) | "group" (legacy GROUP BY TUMBLE(...))
     time_attr: Resolved
     time_kind: str  # rowtime | proctime | unknown
-    size_ms: int | None = None
-    slide_ms: int | None = None  # HOP slide, CUMULATE step
-    gap_ms: int | None = None
-    offset_ms: int | None = None
     partition_keys: tuple[Resolved, ...] = ()
     level: int = 1
     written: str = field(compare=False, default="")
 
+    @property
+    def kind(self) -> str:
+        return self.shape.name
+
     def describe(self) -> str:
-        parts = [f"{self.kind}({self.time_attr.key}"]
-        for label, value in (("size", self.size_ms), ("slide", self.slide_ms),
-                             ("gap", self.gap_ms), ("offset", self.offset_ms)):
-            if value is not None:
-                parts.append(f"{label}={format_ms(value)}")
+        parts = [f"{self.kind}({self.time_attr.key}", self.shape.describe()]
         if self.partition_keys:
             parts.append("partition by " + ", ".join(k.key for k in self.partition_keys))
         return ", ".join(parts) + ")"
@@ -249,9 +246,3 @@ class JobModel:
             for k, v in self.settings.items()
         )
 
-
-def format_ms(ms: int) -> str:
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
-        if ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"

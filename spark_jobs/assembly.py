@@ -32,7 +32,7 @@ from pyspark.sql import functions as F
 
 from analyzer.layout import watermark_of_offset_log
 from spark_jobs import state
-from spark_jobs.slicing import SharedSlicer
+from spark_jobs.slicing import SharedSlices
 from spark_jobs.state import Slot
 from spark_jobs.storage import HadoopStorage
 
@@ -44,7 +44,7 @@ SLICES_DIR = "stategate-slices"
 class WindowAssembler:
     """Turns a micro-batch of closed slices into the windows the batch closes."""
 
-    slicer: SharedSlicer
+    slicer: SharedSlices
     slots: Sequence[Slot]
     keys: Sequence[str]
     location: str  # the query's checkpoint directory

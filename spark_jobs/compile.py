@@ -31,7 +31,7 @@ from spark_jobs import state
 from spark_jobs.connectors import read_stream, spark_type
 from spark_jobs.expressions import to_column
 from spark_jobs.assembly import WindowAssembler
-from spark_jobs.slicing import SharedSlicer, WindowSlicer, slicer_for
+from spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
 from spark_jobs.state import Slot
 
 KEY = "k{}"
@@ -145,7 +145,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     slicer = slicer_for(aggregate.window)
     stream = keyed.groupBy(*keys, "gs", slicer.slice(F.col("ts")).alias("w")) \
         .agg(*state.accumulate(layout, slots, "ts"))
-    assembler = WindowAssembler(slicer, slots, keys, location) if isinstance(slicer, SharedSlicer) else None
+    assembler = WindowAssembler(slicer, slots, keys, location) if isinstance(slicer, SharedSlices) else None
     fields = state.buffer_fields(layout)
     return Stage(aggregate, stream.select(*keys, "gs", "w", *fields), keys, slots, slicer, assembler)
 

@@ -6,31 +6,25 @@ windows per record and keeps a state row per open window. Sliced, a record updat
 retained slices once the watermark passes its end (stage 2, :mod:`spark_jobs.assembly`). The
 per-record cost no longer depends on size / slide, and no state row exists per window.
 
-One small class per window kind, as in Flink's slice assigners; each checks its own arguments and
-answers, as Spark columns over microseconds since the epoch:
+The window kinds themselves (arguments, validation, slice length, which windows a slice counts
+in) are the analyzer's (:mod:`analyzer.windows`, one class per kind); here each of three ways of
+running them turns that arithmetic into Spark columns, over microseconds since the epoch:
 
-* which slice a record belongs to (:meth:`WindowSlicer.slice`);
-* for kinds whose slice is not the window, the last window end a slice still counts in
-  (:meth:`SharedSlicer.last_end`), the grid of window ends (:attr:`SharedSlicer.step_us`) and a
-  window's start from its end (:meth:`SharedSlicer.start_of`).
-
-* :class:`Tumble` — the slice is the window.
-* :class:`Hop` — slices of ``gcd(size, slide)``; a window is the ``size / slice`` slices before its end.
-* :class:`Cumulate` — slices of one step; a window is its period's slices up to its end.
-* :class:`Session` — no fixed slices: Spark's session window merges per key.
+* :class:`SliceIsWindow` (TUMBLE) — a slice is a window;
+* :class:`SharedSlices` (HOP, CUMULATE) — windows are assembled from shared slices;
+* :class:`MergedSessions` (SESSION) — no fixed slices: Spark's session window merges per key.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
 from dataclasses import dataclass
-from math import gcd
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from analyzer.errors import SQLModelError
 from analyzer.model import Window
+from analyzer.windows import Session, SharedKind, SlicedKind
 
 
 def _duration(ms: int) -> str:
@@ -49,149 +43,60 @@ class WindowSlicer(ABC):
         return window_col["start"], window_col["end"]
 
 
-class SharedSlicer(WindowSlicer):
-    """A kind whose windows share slices: assembled per batch from the retained slices."""
-
-    slice_ms: int
-    step_ms: int  # distance between two window ends
-    offset_ms: int
+@dataclass(frozen=True)
+class SliceIsWindow(WindowSlicer):
+    kind: SlicedKind
 
     def slice(self, ts: Column) -> Column:
-        return F.window(ts, _duration(self.slice_ms), _duration(self.slice_ms),
-                        _duration(self.offset_ms % self.slice_ms))
+        length = self.kind.slice_ms
+        return F.window(ts, _duration(length), _duration(length), _duration(self.kind.offset % length))
+
+
+@dataclass(frozen=True)
+class SharedSlices(SliceIsWindow):
+    """Slices shared by overlapping windows; :mod:`spark_jobs.assembly` combines them."""
+
+    kind: SharedKind
 
     @property
     def step_us(self) -> int:
-        return self.step_ms * 1000
+        return self.kind.step_ms * 1000
 
     def first_end(self, slice_end_us: Column) -> Column:
         """The first window end at or after a slice's end."""
-        return self._grid_ceil(slice_end_us)
-
-    @abstractmethod
-    def last_end(self, slice_start_us: Column) -> Column:
-        """The last window end whose window still holds the slice starting here."""
-
-    @abstractmethod
-    def start_of(self, end_us: Column) -> Column:
-        """A window's start, from its end."""
-
-    @property
-    @abstractmethod
-    def end_offset_ms(self) -> int:
-        """Where window ends lie on the grid of ``step_ms``."""
-
-    def _grid_ceil(self, us: Column) -> Column:
-        offset = (self.end_offset_ms % self.step_ms) * 1000
-        return F.ceil((us - offset) / self.step_us) * self.step_us + offset
+        offset = self.kind.end_offset_ms * 1000
+        return F.ceil((slice_end_us - offset) / self.step_us) * self.step_us + offset
 
     def grid_floor(self, us: Column) -> Column:
-        offset = (self.end_offset_ms % self.step_ms) * 1000
+        """The last window end at or before ``us``."""
+        offset = self.kind.end_offset_ms * 1000
         return F.floor((us - offset) / self.step_us) * self.step_us + offset
 
-
-def _positive(kind: str, **values: int | None) -> None:
-    for name, value in values.items():
-        if value is None or value <= 0:
-            raise SQLModelError(f"{kind} window: {name} must be a positive interval, not {value}")
-
-
-@dataclass(frozen=True)
-class Tumble(WindowSlicer):
-    size_ms: int
-    offset_ms: int = 0
-
-    def __post_init__(self) -> None:
-        _positive("TUMBLE", size=self.size_ms)
-
-    def slice(self, ts: Column) -> Column:
-        return F.window(ts, _duration(self.size_ms), _duration(self.size_ms),
-                        _duration(self.offset_ms % self.size_ms))
-
-
-@dataclass(frozen=True)
-class Hop(SharedSlicer):
-    size_ms: int
-    slide_ms: int
-    offset_ms: int = 0
-
-    def __post_init__(self) -> None:
-        _positive("HOP", size=self.size_ms, slide=self.slide_ms)
-
-    @property
-    def slice_ms(self) -> int:  # type: ignore[override]
-        return gcd(self.size_ms, self.slide_ms)
-
-    @property
-    def step_ms(self) -> int:  # type: ignore[override]
-        return self.slide_ms
-
-    @property
-    def end_offset_ms(self) -> int:
-        # Windows start on the slide grid (as Flink's and Spark's do); ends are ``size`` later.
-        return self.offset_ms + self.size_ms
-
     def last_end(self, slice_start_us: Column) -> Column:
-        return self.grid_floor(slice_start_us + self.size_ms * 1000)
+        """The last window end whose window still holds the slice starting here."""
+        return self._floor_period(slice_start_us) + self.kind.size_ms * 1000
 
     def start_of(self, end_us: Column) -> Column:
-        return end_us - self.size_ms * 1000
+        """A window's start, from its end."""
+        return self._floor_period(end_us - self.kind.back_ms * 1000)
+
+    def _floor_period(self, us: Column) -> Column:
+        period, base = self.kind.period_ms * 1000, (self.kind.offset % self.kind.period_ms) * 1000
+        return F.floor((us - base) / period) * period + base
 
 
 @dataclass(frozen=True)
-class Cumulate(SharedSlicer):
-    """A cumulative window [start, end) holds the slices of its period (``size`` long) up to ``end``."""
-
-    size_ms: int
-    step_ms: int  # type: ignore[misc]
-    offset_ms: int = 0
-
-    def __post_init__(self) -> None:
-        _positive("CUMULATE", size=self.size_ms, step=self.step_ms)
-        if self.size_ms % self.step_ms:
-            raise SQLModelError(f"CUMULATE window: size {self.size_ms} ms is not a multiple of the step "
-                                f"{self.step_ms} ms")
-
-    @property
-    def slice_ms(self) -> int:  # type: ignore[override]
-        return self.step_ms
-
-    @property
-    def end_offset_ms(self) -> int:
-        return self.offset_ms
-
-    def last_end(self, slice_start_us: Column) -> Column:
-        return self._period_start(slice_start_us) + self.size_ms * 1000
-
-    def start_of(self, end_us: Column) -> Column:
-        return self._period_start(end_us - 1)
-
-    def _period_start(self, us: Column) -> Column:
-        size_us, offset_us = self.size_ms * 1000, (self.offset_ms % self.size_ms) * 1000
-        return F.floor((us - offset_us) / size_us) * size_us + offset_us
-
-
-@dataclass(frozen=True)
-class Session(WindowSlicer):
-    gap_ms: int
-
-    def __post_init__(self) -> None:
-        _positive("SESSION", gap=self.gap_ms)
+class MergedSessions(WindowSlicer):
+    kind: Session
 
     def slice(self, ts: Column) -> Column:
-        return F.session_window(ts, _duration(self.gap_ms))
-
-
-_SLICERS = {
-    "TUMBLE": lambda w: Tumble(w.size_ms, w.offset_ms or 0),
-    "HOP": lambda w: Hop(w.size_ms, w.slide_ms, w.offset_ms or 0),
-    "CUMULATE": lambda w: Cumulate(w.size_ms, w.slide_ms, w.offset_ms or 0),
-    "SESSION": lambda w: Session(w.gap_ms),
-}
+        return F.session_window(ts, _duration(self.kind.gap_ms))
 
 
 def slicer_for(window: Window) -> WindowSlicer:
-    factory = _SLICERS.get(window.kind)
-    if factory is None:
-        raise SQLModelError(f"{window.kind} windows are not supported on Spark")
-    return factory(window)
+    shape = window.shape
+    if isinstance(shape, SharedKind):
+        return SharedSlices(shape)
+    if isinstance(shape, SlicedKind):
+        return SliceIsWindow(shape)
+    return MergedSessions(shape)  # type: ignore[arg-type]

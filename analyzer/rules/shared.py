@@ -11,7 +11,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from analyzer.model import Aggregate, GroupKey, JobModel, Pipeline, Window, WindowAggregate, format_ms
+from analyzer.model import Aggregate, GroupKey, JobModel, Pipeline, Window, WindowAggregate
+from analyzer.windows import format_ms
 from analyzer.report import AggregatePlan, Finding, Verdict
 
 FULL, PARTIAL, UNKNOWN, INCOMPATIBLE = Verdict.FULL, Verdict.PARTIAL, Verdict.UNKNOWN, Verdict.INCOMPATIBLE
@@ -60,8 +61,7 @@ def window_definition(prefix: str, old: Window | None, new: Window | None) -> li
         findings.append(Finding(f"{prefix}.window.type", INCOMPATIBLE,
                                 f"window type changed from {old.kind} to {new.kind}", before, after))
     else:
-        for label, a, b in (("size", old.size_ms, new.size_ms), ("slide", old.slide_ms, new.slide_ms),
-                            ("gap", old.gap_ms, new.gap_ms), ("offset", old.offset_ms, new.offset_ms)):
+        for (label, a), (_, b) in zip(old.shape.arguments(), new.shape.arguments()):
             if a != b:
                 findings.append(Finding(
                     f"{prefix}.window.{label}", INCOMPATIBLE,

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analyzer import SQLModelError, Verdict, build, compare
+from analyzer.windows import Hop, Tumble
 from tests.analyzer.seed_cases import legacy, topn, tvf
 
 BASE = tvf("a, sum(b) AS total, max(c) AS biggest")
@@ -75,14 +76,14 @@ def test_identifiers_are_case_sensitive() -> None:
 def test_interval_sizes_compare_by_value(old: str, new: str) -> None:
     assert compare(tvf("a, sum(b)", size=old), tvf("a, sum(b)", size=new)).verdict is Verdict.FULL
     model = build(tvf("a, sum(b)", size=new))
-    assert model.pipelines[0].aggregate.window.size_ms == build(tvf("a, sum(b)", size=old)).pipelines[0].aggregate.window.size_ms
+    assert model.pipelines[0].aggregate.window.shape == build(tvf("a, sum(b)", size=old)).pipelines[0].aggregate.window.shape
 
 
 def test_hop_and_cumulate_keep_slide_and_size_apart() -> None:
     hop = build("SELECT SUM(price) FROM TABLE(HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, "
                 "INTERVAL '10' MINUTES)) GROUP BY window_start, window_end")
     window = hop.pipelines[0].aggregate.window
-    assert (window.kind, window.slide_ms, window.size_ms) == ("HOP", 300_000, 600_000)
+    assert window.shape == Hop(slide_ms=300_000, size_ms=600_000)
     report = compare(
         "SELECT SUM(price) FROM TABLE(CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '2' MINUTES, "
         "INTERVAL '10' MINUTES)) GROUP BY window_start, window_end",
@@ -176,7 +177,7 @@ def test_cascaded_windows_compare_the_upstream_window_too() -> None:
     model = build(BID_DDL + view.format(5) + outer)
     aggregate = model.pipelines[0].aggregate
     assert aggregate.window.time_kind == "rowtime"
-    assert aggregate.source.window.size_ms == 300_000
+    assert aggregate.source.window.shape == Tumble(300_000)
     report = compare(BID_DDL + view.format(5) + outer, BID_DDL + view.format(2) + outer)
     assert report.verdict is Verdict.INCOMPATIBLE
     assert any(f.rule == "window-tvf.window.size" and f.pipeline == "upstream window" for f in report.findings)

@@ -17,7 +17,6 @@ This protects anyone who runs the job by hand, outside the Airflow gate, too.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
@@ -25,13 +24,13 @@ from analyzer import JobModel, Report, Verdict, build, compare_models
 from analyzer.errors import SQLModelError
 from analyzer.layout import LAYOUT_V1, JobLayout, plan, watermark_of_offset_log
 from analyzer.signature import state_signature
-from spark_jobs import RECORD_DIR
+from spark_jobs import RECORD_DIR, query_dir_name
 from spark_jobs.storage import HadoopStorage
 
 
 def query_dir(checkpoint: str, pipeline: str) -> str:
     """Where the streaming query of a pipeline keeps its checkpoint."""
-    return f"{checkpoint.rstrip('/')}/{re.sub(r'[^A-Za-z0-9_.#-]', '_', pipeline)}"
+    return f"{checkpoint.rstrip('/')}/{query_dir_name(pipeline)}"
 
 
 class CheckpointRefused(RuntimeError):

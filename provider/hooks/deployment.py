@@ -31,7 +31,8 @@ from typing import Any, Callable, Iterator
 
 from airflow.sdk import BaseHook, ObjectStoragePath
 
-from spark_jobs import RECORD_DIR
+from analyzer.layout import watermark_of_offset_log
+from spark_jobs import RECORD_DIR, query_dir_name
 
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: How Spark spells the same store: Hadoop's S3 connector is ``s3a``.
@@ -112,6 +113,16 @@ class DeploymentHook(BaseHook):
         if not path.exists():
             return None
         return json.loads(path.read_text())
+
+    def watermarks(self, pipelines: list[str]) -> dict[str, int | None]:
+        """Each pipeline's watermark as its last planned batch left it (Spark's offset log): it
+        tells which retired slots of the layout no open window can read any more."""
+        found: dict[str, int | None] = {}
+        for pipeline in pipelines:
+            offsets = self.checkpoint / query_dir_name(pipeline) / "offsets"
+            batches = [int(p.name) for p in offsets.iterdir() if p.name.isdigit()] if offsets.exists() else []
+            found[pipeline] = watermark_of_offset_log((offsets / str(max(batches))).read_text()) if batches else None
+        return found
 
     def history(self) -> list[dict[str, Any]]:
         folder = self.job_root / "history"

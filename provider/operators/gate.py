@@ -122,7 +122,8 @@ class StateGateOperator(BaseBranchOperator):
             self.log.warning("finished archiving %s to %s, which a crash had interrupted", self.job_name, finished)
         record = hook.read_record()
         deployed = hook.state_signature() or (record or {}).get("signature")
-        report = self._report(hook, record, model, deployed)
+        watermarks = hook.watermarks([p.name for p in model.pipelines])
+        report = self._report(hook, record, model, deployed, watermarks)
         verdict = report.verdict if report else None
         staged = hook.stage_sql(sql, context["run_id"])
         ti = context["ti"]
@@ -132,7 +133,7 @@ class StateGateOperator(BaseBranchOperator):
         ti.xcom_push(key="deployment", value={
             "sql": sql,
             "verdict": verdict.value if verdict else "FIRST_DEPLOY",
-            "signature": state_signature(model, _layout(model, deployed, verdict)),
+            "signature": state_signature(model, _layout(model, deployed, verdict, watermarks)),
             "previous_sql": record.get("sql") if record else None,
         })
         if report is None:
@@ -152,7 +153,7 @@ class StateGateOperator(BaseBranchOperator):
         return self.approval_task_id
 
     def _report(self, hook: DeploymentHook, record: dict | None, model: JobModel,
-                deployed: dict | None) -> Report | None:
+                deployed: dict | None, watermarks: dict[str, int | None]) -> Report | None:
         has_state = hook.has_state()
         if record is None and not has_state:
             return None
@@ -167,7 +168,7 @@ class StateGateOperator(BaseBranchOperator):
         except SQLModelError as error:
             return Report((Finding("stategate.record-unreadable", Verdict.UNKNOWN,
                                    f"the deployed SQL no longer parses: {error}"),))
-        return compare_models(old, model, deployed)
+        return compare_models(old, model, deployed, watermarks)
 
     def _notify(self, context, report: Report) -> None:
         extra = {
@@ -181,14 +182,14 @@ class StateGateOperator(BaseBranchOperator):
             copy.copy(notifier)({**context, **extra})
 
 
-def _layout(model: JobModel, deployed: dict | None, verdict: Verdict | None) -> JobLayout:
+def _layout(model: JobModel, deployed: dict | None, verdict: Verdict | None,
+            watermarks: dict[str, int | None]) -> JobLayout:
     """The slots the job will run with: the deployed ones evolved on a restart, fresh otherwise.
-    (The job plans them again beside its checkpoint, where it also knows which retired slots the
-    watermark has freed; its record is what the next gate reads.)"""
+    (The job plans them again beside its checkpoint; its record is what the next gate reads.)"""
     if deployed is None or verdict not in (Verdict.FULL, Verdict.PARTIAL, Verdict.UNKNOWN):
         return plan(model)
     try:
-        return plan(model, JobLayout.from_signature(deployed))
+        return plan(model, JobLayout.from_signature(deployed), watermarks)
     except NoRoom:  # reported as INCOMPATIBLE already: the state is cleared
         return plan(model)
 

@@ -132,3 +132,34 @@ def test_a_lock_left_by_a_finished_run_is_taken_over(gate_dag, tmp_path) -> None
     assert second.state == "success" and taken(states) == ["restart"]
     holder = json.loads(lock.read_text())
     assert (holder["owner"], holder["dag_id"]) == (second.run_id, "gate_cases")
+
+
+@pytest.mark.parametrize("watermark_ms, branch, verdict", [(500, "clear", "INCOMPATIBLE"), (2_000, "restart", "PARTIAL")])
+def test_a_retired_slot_is_free_to_the_gate_once_the_checkpoint_watermark_passed_it(
+        gate_dag, tmp_path, watermark_ms: int, branch: str, verdict: str) -> None:
+    """The job's record says slot 1 held MAX(c) until a redeploy dropped it, and that no window open
+    then can be read once the watermark reaches 1,000 ms; Spark's offset log gives the watermark."""
+    from analyzer import build
+    from analyzer.layout import JobLayout, Pool, Retired, StageLayout
+    from analyzer.signature import state_signature
+
+    narrow = "SET 'stategate.state.slots' = '2';\n"
+    deployed_sql, new_sql = narrow + tvf("a, sum(b) AS s"), narrow + tvf("a, sum(b) AS s, count(*) AS n")
+    deploy(tmp_path / "root", deployed_sql)
+    checkpoint = tmp_path / "root" / "job" / "checkpoint"
+    plain = Pool(2, (("SUM(MyTable.b)", 0),), (Retired(1, "MAX(MyTable.c)", 1_000),))
+    layout = JobLayout({"select#1": (StageLayout(plain, Pool(0)),)})
+    (checkpoint / "_stategate").mkdir()
+    (checkpoint / "_stategate" / "signature.json").write_text(
+        json.dumps(state_signature(build(deployed_sql), layout)))
+    (checkpoint / "select#1" / "offsets").mkdir(parents=True)
+    (checkpoint / "select#1" / "offsets" / "7").write_text(
+        f'v1\n{{"batchWatermarkMs":{watermark_ms},"batchTimestampMs":0,"conf":{{}}}}\n{{"logOffset":6}}\n')
+    run, states, xcoms = run_gate(gate_dag, tmp_path, new_sql)
+    assert run.state == "success" and taken(states) == [branch]
+    assert xcoms["verdict"] == verdict
+    rules = {f["rule"] for f in xcoms["report"]["findings"]}
+    assert ("stategate.layout.no-room" in rules) == (verdict == "INCOMPATIBLE")
+    if verdict == "PARTIAL":
+        slots = xcoms["deployment"]["signature"]["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
+        assert slots == {"width": 2, "assigned": {"SUM(MyTable.b)": 0, "COUNT(*)": 1}, "retired": []}

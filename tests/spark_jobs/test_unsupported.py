@@ -31,6 +31,10 @@ WINDOW = "TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))"
      "not declared with CREATE TABLE"),
     (f"SELECT a.window_start, SUM(a.price) FROM {WINDOW} AS a JOIN Bid b ON a.item = b.item "
      "GROUP BY a.window_start, a.window_end", "not supported on Spark: join"),
+    ("CREATE VIEW hourly AS SELECT window_time AS t, SUM(price) AS total FROM TABLE(HOP(TABLE Bid, "
+     "DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '60' MINUTES)) GROUP BY window_start, window_end, "
+     "window_time;\nSELECT window_start, MAX(total) FROM TABLE(TUMBLE(TABLE hourly, DESCRIPTOR(t), "
+     "INTERVAL '1' HOUR)) GROUP BY window_start, window_end", "a window over the results of a HOP window"),
 ])
 def test_unsupported_construct_is_named(spark, tmp_path, sql: str, message: str) -> None:
     source = seed_bids(tmp_path)

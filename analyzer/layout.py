@@ -13,9 +13,14 @@ depends on the query, and a redeploy maps onto it without touching stored state:
   passed the end of the last such window (``reusable_from_ms``). Session windows grow for as long
   as events arrive, so their retired slots are reused only after the state is cleared.
 
-The width is chosen at the first deploy (``SET 'stategate.state.slots'`` and
-``'stategate.state.distinct-slots'``; the defaults leave headroom) and recorded with the
-assignment. A change that needs more slots than are free does not fit: :func:`plan` raises
+Slots come in three pools, by what their fields hold: *plain* (counts, sums, numeric and time
+MIN/MAX), *text* (MIN/MAX over text: a string buffer field stops Spark's hash aggregation, measured
+below, so only jobs that need one pay for it) and *distinct* (a set of values). An aggregate's pool
+follows from its SQL and the declared column types (:mod:`analyzer.value_types`).
+
+The widths are chosen at the first deploy (``SET 'stategate.state.slots'``,
+``'stategate.state.text-slots'`` and ``'stategate.state.distinct-slots'``; the defaults leave
+headroom) and recorded with the assignment. A change that needs more slots than are free does not fit: :func:`plan` raises
 :class:`NoRoom`, which the analyzer reports as ``stategate.layout.no-room`` (INCOMPATIBLE: clear the
 state, which also applies a new width) before anything is deployed.
 
@@ -30,17 +35,24 @@ from typing import Any, Mapping
 
 from analyzer.errors import SQLModelError
 from analyzer.model import Aggregate, JobModel, WindowAggregate
+from analyzer.value_types import is_text
 
-#: Layout names as recorded beside the state. v1 stored one state row per aggregate (unpivoted).
+#: Layout names as recorded beside the state. v1 stored one state row per aggregate (unpivoted);
+#: v2 kept string MIN/MAX fields in every plain slot.
 LAYOUT_V1 = "stategate-unpivot-v1"
-LAYOUT = "stategate-slots-v2"
+LAYOUT = "stategate-slots-v3"
 
 SLOTS_SETTING = "stategate.state.slots"
+TEXT_SLOTS_SETTING = "stategate.state.text-slots"
 DISTINCT_SLOTS_SETTING = "stategate.state.distinct-slots"
+WIDTH_SETTINGS = (SLOTS_SETTING, TEXT_SLOTS_SETTING, DISTINCT_SLOTS_SETTING)
+#: Pool names, as recorded.
+PLAIN, TEXT, DISTINCT = "plain", "text", "distinct"
 #: Plain slots at the first deploy: the aggregates plus this many free ones (and at least
-#: :data:`MIN_SLOTS`). A slot is 11 buffer fields; measured (1M bids, TUMBLE 1 min, 3 aggregates,
-#: query time, parquet sink) 25.9 s with 4 slots, 31.6 s with 8: past about 8 slots the buffer
-#: crosses Spark's 100-field limit for generated code (``spark.sql.codegen.maxFields``).
+#: :data:`MIN_SLOTS`); text and distinct pools get the same headroom when the query has any. A
+#: plain slot is 9 buffer fields; measured (1M bids, TUMBLE 1 min, 3 aggregates, one batch, no-op
+#: sink) 13.7 s with 3 slots, 13.6 s with 5, 16.8 s with 8. Text fields cost more: with one text
+#: field in the buffer Spark plans a sort-based aggregation, 31 s instead of 23 s for the same job.
 HEADROOM = 2
 MIN_SLOTS = 4
 
@@ -64,7 +76,7 @@ class Retired:
 
 @dataclass(frozen=True)
 class Pool:
-    """Slots of one kind: plain (count, sums, min/max) or distinct (a set of values)."""
+    """Slots of one kind: plain (count, sums, min/max), text (min/max) or distinct (a set of values)."""
 
     width: int
     assigned: tuple[tuple[str, int], ...] = ()  # (aggregate identity, slot), in assignment order
@@ -110,17 +122,26 @@ class StageLayout:
     """The buffer of one window aggregation (a cascade has one per window)."""
 
     plain: Pool
+    text: Pool
     distinct: Pool
 
-    def pool_of(self, aggregate: Aggregate) -> Pool:
-        return self.distinct if aggregate.distinct else self.plain
+    def pool(self, name: str) -> Pool:
+        return {PLAIN: self.plain, TEXT: self.text, DISTINCT: self.distinct}[name]
+
+    def slot_of(self, identity: str) -> tuple[str, int]:
+        """The pool and slot an aggregate was assigned."""
+        for name in (PLAIN, TEXT, DISTINCT):
+            assigned = dict(self.pool(name).assigned)
+            if identity in assigned:
+                return name, assigned[identity]
+        raise KeyError(identity)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"plain": self.plain.to_dict(), "distinct": self.distinct.to_dict()}
+        return {name: self.pool(name).to_dict() for name in (PLAIN, TEXT, DISTINCT)}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageLayout:
-        return cls(Pool.from_dict(data["plain"]), Pool.from_dict(data["distinct"]))
+        return cls(*(Pool.from_dict(data[name]) for name in (PLAIN, TEXT, DISTINCT)))
 
 
 @dataclass(frozen=True)
@@ -159,25 +180,41 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
         stages = []
         for stage, layout in zip(chain, old):
             until = _retire_until(model, stage, watermark)
+            pooled = _pooled(model, stage)
             try:
-                stages.append(StageLayout(
-                    layout.plain.evolve([a.identity for a in stage.aggregates if not a.distinct],
-                                        watermark, until, "plain"),
-                    layout.distinct.evolve([a.identity for a in stage.aggregates if a.distinct],
-                                           watermark, until, "distinct")))
+                stages.append(StageLayout(*(layout.pool(name).evolve(pooled[name], watermark, until, name)
+                                            for name in (PLAIN, TEXT, DISTINCT))))
             except NoRoom as error:
                 raise NoRoom(f"pipeline {pipeline.name}: {error}") from None
         pipelines[pipeline.name] = tuple(stages)
     return JobLayout(pipelines)
 
 
+def pool_of(model: JobModel, aggregate: Aggregate) -> str:
+    """Which pool an aggregate's state lives in."""
+    if aggregate.distinct:
+        return DISTINCT
+    if aggregate.function in ("MIN", "MAX") and aggregate.args and is_text(model, aggregate.args[0].expr):
+        return TEXT
+    return PLAIN
+
+
+def _pooled(model: JobModel, stage: WindowAggregate) -> dict[str, list[str]]:
+    pooled: dict[str, list[str]] = {PLAIN: [], TEXT: [], DISTINCT: []}
+    for aggregate in stage.aggregates:
+        pooled[pool_of(model, aggregate)].append(aggregate.identity)
+    return pooled
+
+
 def _fresh(model: JobModel, stage: WindowAggregate) -> StageLayout:
-    plain = [a.identity for a in stage.aggregates if not a.distinct]
-    distinct = [a.identity for a in stage.aggregates if a.distinct]
-    width = _setting(model, SLOTS_SETTING, max(MIN_SLOTS, len(plain) + HEADROOM))
-    distinct_width = _setting(model, DISTINCT_SLOTS_SETTING, len(distinct) + HEADROOM if distinct else 0)
-    return StageLayout(Pool(width).evolve(plain, None, None, "plain"),
-                       Pool(distinct_width).evolve(distinct, None, None, "distinct"))
+    pooled = _pooled(model, stage)
+    widths = {
+        PLAIN: _setting(model, SLOTS_SETTING, max(MIN_SLOTS, len(pooled[PLAIN]) + HEADROOM)),
+        TEXT: _setting(model, TEXT_SLOTS_SETTING, len(pooled[TEXT]) + HEADROOM if pooled[TEXT] else 0),
+        DISTINCT: _setting(model, DISTINCT_SLOTS_SETTING, len(pooled[DISTINCT]) + HEADROOM if pooled[DISTINCT] else 0),
+    }
+    return StageLayout(*(Pool(widths[name]).evolve(pooled[name], None, None, name)
+                         for name in (PLAIN, TEXT, DISTINCT)))
 
 
 def _setting(model: JobModel, key: str, default: int) -> int:

@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from analyzer.errors import SQLModelError
 from analyzer.lineage import source_column, window_column
-from analyzer.layout import JobLayout, StageLayout
+from analyzer.layout import TEXT, JobLayout, StageLayout
 from analyzer.model import WINDOW_FIELDS, Aggregate, JobModel, Pipeline, Table, WindowAggregate, sql_key
 from spark_jobs import state
 from spark_jobs.connectors import read_stream, spark_type
@@ -153,11 +153,17 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
 def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | None,
           projected: DataFrame) -> Slot:
     """The aggregate's place in the buffer, and its value family from its input's Spark type."""
-    index = layout.pool_of(agg).slot_of(agg.identity)
+    pool, index = layout.slot_of(agg.identity)
     if value is None:
-        return Slot(agg, index, None, "m", T.LongType(), flt)
+        return Slot(agg, pool, index, None, "m", T.LongType(), flt)
     data_type = projected.schema[value].dataType
-    return Slot(agg, index, value, state.family_of(data_type, agg.function), data_type, flt)
+    family = state.family_of(data_type, agg.function)
+    if (family == state.TEXT) != (pool == TEXT) and not agg.distinct:
+        # The analyzer placed the aggregate from the declared types; Spark's type disagrees.
+        raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but its "
+                            f"type could not be told from the declared columns; write CAST(... AS "
+                            f"{'STRING' if family == state.TEXT else 'a numeric or time type'}) around it")
+    return Slot(agg, pool, index, value, family, data_type, flt)
 
 
 def _source_input(spark: SparkSession, model: JobModel, aggregate: WindowAggregate) -> tuple[DataFrame, dict[str, str]]:

@@ -12,9 +12,10 @@ Here the streaming aggregation's buffer never depends on the query. It is a fixe
 
     key:   k0..kn (group keys, by position), gs (grouping set), w (slice)
     value: n                                   rows of the group (shapes sessions and windows)
-           c<i>                                values counted by slot i (COUNT, AVG)
+           c<i>                                values counted by plain slot i (COUNT, AVG)
            sm<i>, sd<i>                        sums: exact numbers (decimal(38,18)), floating
-           lo<f><i>, hi<f><i>                  min / max per family f: m, d, s (string), t (time)
+           lo<f><i>, hi<f><i>                  min / max per family f: m, d, t (time)
+           los<k>, his<k>                      text slot k: min / max of text
            dv<j>                               distinct slot j: the set of values, as text
 
 A slot that holds no aggregate is fed null literals, so adding an aggregate to a free slot starts
@@ -22,17 +23,18 @@ it from zero in every open window; a dropped aggregate's slot is retired until n
 still hold its values (``analyzer.layout``). Group keys stay positional: changing or reordering them
 is INCOMPATIBLE by the rules, and the checkpoint guard refuses those restarts.
 
-Measured here (1M bids, 500 keys, TUMBLE 1 min, 3 aggregates, local[2]; issue #11). Spark's own
-aggregation: 8,866 state rows, about 15 s of query time. This layout: the same 8,866 state rows
-(layout v1, which unpivoted every row into one state row per aggregate, kept four times as many),
-with a no-op sink 20.9 s with 3 slots and 21.7 s with 5 (the default for 3 aggregates); with the
-parquet sink 25.9 s with 4 slots and 31.6 s with 8, where the buffer crosses Spark's 100-field
-limit for generated code. What the buffer costs is its fields:
-Spark plans equal aggregate expressions once, so every field is made a distinct expression
-(:func:`_unique`) and each is updated for every row, where Spark's own buffer has 4 fields. (A first
-sketch that fed free slots plain null literals measured no cost for width: Spark had merged them.)
-Integers and decimals share the exact family (a long fits decimal(38,18)); its sums run on Java's
-BigDecimal, as Spark's own decimal sums past 18 digits do.
+Every field is an aggregate with a FILTER (:func:`accumulate`): a row touches only the fields its
+aggregates use. Measured (1M bids, 500 keys, TUMBLE 1 min, 3 aggregates, local[2], issue #11):
+the same 8,866 state rows as Spark's own aggregation (layout v1, which unpivoted every row into one
+state row per aggregate, kept four times as many). What the layout still costs is the width of its
+rows: with one batch and a no-op sink, Spark's own aggregation ran its first stage in 4.3 s and
+its state stage in 1.6 s; this layout 7.1 s and 3.2 s, with 2.5 times the bytes shuffled. A static
+(non-streaming) run of both aggregations, warmed up, differs by 0.3 s in 1.3 s, so most of that
+gap is the first run of much larger generated code (compiled while the tasks run, on 2 cores). A
+text field in the buffer stops Spark's hash aggregation (it plans a sort-based one: 31 s instead of
+23 s for the whole job), so text MIN/MAX has slots of its own. Integers and decimals share the
+exact family (a long fits decimal(38,18)); its sums run on Java's BigDecimal, as Spark's own
+decimal sums past 18 digits do.
 """
 
 from __future__ import annotations
@@ -46,7 +48,8 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from analyzer.errors import SQLModelError
-from analyzer.layout import StageLayout
+from analyzer.layout import DISTINCT, PLAIN, StageLayout
+from analyzer.layout import TEXT as TEXT_POOL
 from analyzer.model import Aggregate
 
 #: The internal row count every layout keeps, whatever the query's aggregates: it says which
@@ -62,6 +65,8 @@ FAMILIES: dict[str, T.DataType] = {
     "t": T.TimestampType(),
 }
 SUMMABLE = ("m", "d")
+ORDERED = ("m", "d", "t")  # the MIN/MAX families of a plain slot
+TEXT = "s"  # the family of a text slot
 SUPPORTED = ("COUNT", "SUM", "MIN", "MAX", "AVG")
 
 
@@ -86,7 +91,8 @@ class Slot:
     """One aggregate of the query, placed in the buffer."""
 
     aggregate: Aggregate
-    index: int  # slot number in its pool (plain or distinct)
+    pool: str  # analyzer.layout's PLAIN, TEXT or DISTINCT
+    index: int  # slot number in its pool
     value: str | None  # input column holding the aggregate's argument; None for COUNT(*)
     family: str
     input_type: T.DataType
@@ -98,17 +104,12 @@ class Slot:
 
     @property
     def distinct(self) -> bool:
-        return self.aggregate.distinct
-
-
-def _plain_fields(i: int) -> list[str]:
-    return [f"c{i}", *(f"s{f}{i}" for f in SUMMABLE), *(f"{op}{f}{i}" for f in FAMILIES for op in ("lo", "hi"))]
+        return self.pool == DISTINCT
 
 
 def buffer_fields(layout: StageLayout) -> list[str]:
     """The buffer's columns, in schema order: fixed by the layout's widths alone."""
-    fields = [ROWS, *(c for i in range(layout.plain.width) for c in _plain_fields(i))]
-    return fields + [f"dv{j}" for j in range(layout.distinct.width)]
+    return [column.name for column in _buffer(layout, {})]
 
 
 def explode_grouping_sets(df, keys: Sequence[str], grouping_sets: Sequence[Sequence[int]] | None,
@@ -128,66 +129,79 @@ def explode_grouping_sets(df, keys: Sequence[str], grouping_sets: Sequence[Seque
 
 
 def accumulate(layout: StageLayout, slots: Sequence[Slot], ts: str) -> list[Column]:
-    """Stage 1: the buffer of one slice, from input rows. Slots without an aggregate read nulls.
+    """Stage 1: the buffer of one slice, from input rows.
 
-    Spark plans equal aggregate expressions once: two free slots (both ``min(NULL)``), or SUM and
-    AVG of one column, would share a buffer field, and the buffer's schema would then depend on the
-    assignment. So each field's input is made unique (:func:`_unique`)."""
-    plain = {s.index: s for s in slots if not s.distinct}
-    distinct = {s.index: s for s in slots if s.distinct}
-    columns = [F.count(F.lit(1)).alias(ROWS)]
-    field = iter(range(1, 1 << 30))
+    Every field is an aggregate with a FILTER, so a row updates only the fields its aggregates
+    use: the guard of an unused field never holds, and Spark then neither reads nor writes it.
+    Each guard also carries the field's own tag (an event time no record has), because Spark
+    plans equal aggregate expressions once: SUM and AVG of one column, or two free slots, would
+    share a field, and the buffer's schema would depend on the assignment."""
+    tags = iter(range(1, 1 << 30))
+    return [_field(f, ts, next(tags)) for f in _buffer(layout, {(s.pool, s.index): s for s in slots})]
+
+
+@dataclass(frozen=True)
+class _Field:
+    """One buffer field: its name, aggregate function and type, and the slot reading it (if any)."""
+
+    name: str
+    function: str
+    sql_type: str
+    slot: Slot | None
+
+
+def _buffer(layout: StageLayout, slots: dict[tuple[str, int], Slot]) -> list[_Field]:
+    fields = [_Field(ROWS, "count", "int", None)]
     for i in range(layout.plain.width):
-        slot = plain.get(i)
-        counted = _counted(slot) if slot else None
-        one = F.when(counted, F.lit(1)) if slot else None
-        columns.append(F.count(_unique(ts, next(field), T.IntegerType(), one)).alias(f"c{i}"))
+        slot = slots.get((PLAIN, i))
+        counts = slot is not None and slot.function in ("COUNT", "AVG")
+        fields.append(_Field(f"c{i}", "count", "int", slot if counts else None))
         for family in SUMMABLE:
-            wanted = slot is not None and slot.function in ("SUM", "AVG") and slot.family == family
-            value = _unique(ts, next(field), FAMILIES[family], _input(slot, counted, family, wanted))
-            columns.append(F.sum(value).alias(f"s{family}{i}"))
-        for family in FAMILIES:
-            for op, fn in (("lo", F.min), ("hi", F.max)):
-                wanted = slot is not None and slot.family == family and \
-                    slot.function == ("MIN" if op == "lo" else "MAX")
-                value = _unique(ts, next(field), FAMILIES[family], _input(slot, counted, family, wanted))
-                columns.append(fn(value).alias(f"{op}{family}{i}"))
+            sums = slot is not None and slot.function in ("SUM", "AVG") and slot.family == family
+            fields.append(_Field(f"s{family}{i}", "sum", _SQL_TYPES[family], slot if sums else None))
+        fields += _ordered(i, ORDERED, slot)
+    for k in range(layout.text.width):
+        fields += _ordered(k, (TEXT,), slots.get((TEXT_POOL, k)))
     for j in range(layout.distinct.width):
-        slot = distinct.get(j)
-        value = F.when(_counted(slot), F.col(slot.value).cast("string")) if slot and slot.value else None
-        columns.append(F.collect_set(_unique(ts, next(field), T.StringType(), value)).alias(f"dv{j}"))
-    return columns
+        fields.append(_Field(f"dv{j}", "collect_set", "string", slots.get((DISTINCT, j))))
+    return fields
 
 
-#: No record has this event time: the instant before which :func:`_unique` tags its fields.
+def _ordered(index: int, families: Sequence[str], slot: Slot | None) -> list[_Field]:
+    """MIN and MAX fields of one slot, per family."""
+    return [_Field(f"{op}{family}{index}", function.lower(), _SQL_TYPES[family],
+                   slot if slot and slot.function == function and slot.family == family else None)
+            for family in families for op, function in (("lo", "MIN"), ("hi", "MAX"))]
+
+
+def _field(field: _Field, ts: str, tag: int) -> Column:
+    """``function(value) FILTER (WHERE <the slot counts the row>)``; for an unused field a guard
+    that never holds."""
+    never = f"TIMESTAMP '{(_NEVER + timedelta(microseconds=tag)).isoformat(sep=' ')}'"
+    slot = field.slot
+    if field.name == ROWS:
+        return F.count(F.lit(1)).alias(ROWS)
+    # COUNT's argument only says which rows count; a count of a null literal is folded to 0.
+    if slot is None:
+        argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
+        return F.expr(f"{field.function}({argument}) FILTER (WHERE `{ts}` = {never})").alias(field.name)
+    argument = "1" if field.function == "count" else f"CAST(`{slot.value}` AS {field.sql_type})"
+    return F.expr(f"{field.function}({argument}) FILTER (WHERE {_counted(slot)} AND `{ts}` <> {never})") \
+        .alias(field.name)
+
+
+#: No record has this event time: the instant after which :func:`_field` tags its guards.
 _NEVER = datetime(1, 1, 1)
-_NEVER_VALUES = {T.IntegerType(): 0, T.DecimalType(38, 18): 0, T.DoubleType(): 0.0, T.StringType(): "",
-                 T.TimestampType(): _NEVER}
+_SQL_TYPES = {family: data_type.simpleString() for family, data_type in FAMILIES.items()}
 
 
-def _unique(ts: str, tag: int, data_type: T.DataType, value: Column | None) -> Column:
-    """``value`` (None: no value, a null), written so that no two buffer fields are equal
-    expressions, with a branch that never fires (event time equal to year 1 plus ``tag``
-    microseconds) and that the optimizer cannot fold. The result stays nullable: Spark turns a
-    count of a never-null expression into ``count(1)``, which would merge with the row count."""
-    never = F.col(ts) == F.lit(_NEVER + timedelta(microseconds=tag))
-    if value is None:
-        return F.when(never, F.lit(_NEVER_VALUES[data_type]).cast(data_type))
-    return F.when(never, F.lit(None).cast(data_type)).otherwise(value)
-
-
-def _counted(slot: Slot) -> Column:
-    value = F.lit(1) if slot.value is None else F.col(slot.value)
-    # A FILTERed-out row still counts in ROWS, so it shapes sessions and window existence.
-    passes = F.lit(True) if slot.filter is None else F.coalesce(F.col(slot.filter), F.lit(False))
-    return passes & value.isNotNull()
-
-
-def _input(slot: Slot | None, counted: Column | None, family: str, wanted: bool) -> Column | None:
-    """What a field of the slot reads: None where the slot's aggregate does not use it."""
-    if not wanted or slot is None or slot.value is None:
-        return None
-    return F.when(counted, F.col(slot.value).cast(FAMILIES[family]))
+def _counted(slot: Slot) -> str:
+    """The SQL predicate of a row the slot's aggregate counts. A FILTERed-out row still counts in
+    ROWS, so it shapes sessions and window existence."""
+    parts = [] if slot.value is None else [f"`{slot.value}` IS NOT NULL"]
+    if slot.filter is not None:
+        parts.append(f"coalesce(`{slot.filter}`, false)")
+    return "(" + " AND ".join(parts or ["true"]) + ")"
 
 
 def combine(slots: Sequence[Slot]) -> list[Column]:

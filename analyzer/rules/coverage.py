@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from analyzer.layout import DISTINCT_SLOTS_SETTING, SLOTS_SETTING
+from analyzer.layout import WIDTH_SETTINGS
 from analyzer.model import JobModel, Pipeline, Table, WindowAggregate
 from analyzer.report import Finding
 from analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
@@ -121,7 +121,7 @@ def settings(old: JobModel, new: JobModel) -> list[Finding]:
             continue
         before = f"SET '{key}' = '{old.settings[key]}'" if key in old.settings else "(unset)"
         after = f"SET '{key}' = '{new.settings[key]}'" if key in new.settings else "(unset)"
-        if key in (SLOTS_SETTING, DISTINCT_SLOTS_SETTING):
+        if key in WIDTH_SETTINGS:
             findings.append(Finding(f"{PREFIX}.setting.layout", FULL,
                                     f"{key} changed: the state's width is fixed for the life of the "
                                     "checkpoint; the new value applies when the state is next cleared",

@@ -51,7 +51,7 @@ def test_a_retired_slot_is_reused_only_once_no_open_window_can_hold_its_values()
     # The last window open at the retirement ends within delay (1 s) + size (10 min) of it.
     assert {r["slot"]: r["reusable_from_ms"] for r in pool["retired"]} == {
         1: retired_at + 1000 + 600_000, 2: retired_at + 1000 + 600_000, 3: retired_at + 1000 + 600_000}
-    wide = job("SUM(price), AVG(price), COUNT(price), MAX(item), MIN(item), COUNT(item)")
+    wide = job("SUM(price), AVG(price), COUNT(price), MAX(bidtime), MIN(bidtime), COUNT(item)")
     with pytest.raises(NoRoom, match="5 plain aggregate"):
         slots(wide, dropped, watermark=retired_at + 601_000 - 1)
     reused = slots(wide, dropped, watermark=retired_at + 601_000)
@@ -77,12 +77,40 @@ def test_a_distinct_aggregate_needs_a_distinct_slot() -> None:
     assert "stategate.layout.no-room" in {f.rule for f in report.findings}
 
 
-def test_state_of_the_unpivoted_layout_is_refused_by_name() -> None:
+def text_slots(sql: str, signature: dict | None = None) -> dict[str, int]:
+    layout = plan(build(sql), JobLayout.from_signature(signature) if signature else None)
+    return dict(layout.pipelines["select#1"][0].text.assigned)
+
+
+def test_min_and_max_of_text_live_in_text_slots_told_from_the_declared_types() -> None:
+    sql = job("MAX(item), MIN(UPPER(item)), MAX(CAST(price AS STRING)), MAX(price), MIN(bidtime)")
+    signature = deployed(sql)
+    pools = signature["pipelines"]["select#1"]["stages"][0]["slots"]
+    assert pools["text"]["assigned"] == {"MAX(Bid.item)": 0, "MIN(UPPER(Bid.item))": 1,
+                                         "MAX(CAST(Bid.price AS TEXT))": 2}
+    assert pools["text"]["width"] == 5
+    assert pools["plain"]["assigned"] == {"MAX(Bid.price)": 0, "MIN(Bid.bidtime)": 1}
+
+
+def test_a_job_without_text_aggregates_has_no_text_slots_unless_reserved() -> None:
+    old = job("SUM(price)")
+    assert deployed(old)["pipelines"]["select#1"]["stages"][0]["slots"]["text"]["width"] == 0
+    report = compare_models(build(old), build(job("SUM(price), MAX(item)")), deployed(old))
+    finding = next(f for f in report.findings if f.rule == "stategate.layout.no-room")
+    assert report.verdict is Verdict.INCOMPATIBLE and "1 text aggregate(s) added" in finding.message
+    reserved = job("SUM(price)", "SET 'stategate.state.text-slots' = '1';\n")
+    new = job("SUM(price), MAX(item)", "SET 'stategate.state.text-slots' = '1';\n")
+    assert compare_models(build(reserved), build(new), deployed(reserved)).verdict is Verdict.PARTIAL
+    assert text_slots(new, deployed(reserved)) == {"MAX(Bid.item)": 0}
+
+
+@pytest.mark.parametrize("layout", [LAYOUT_V1, "stategate-slots-v2"])
+def test_state_of_an_older_layout_is_refused_by_name(layout: str) -> None:
     sql = job("SUM(price)")
-    report = compare_models(build(sql), build(sql), {"layout": LAYOUT_V1, "pipelines": {}})
+    report = compare_models(build(sql), build(sql), {"layout": layout, "pipelines": {}})
     assert report.verdict is Verdict.INCOMPATIBLE
     finding = next(f for f in report.findings if f.rule == "stategate.layout.old")
-    assert LAYOUT_V1 in finding.message and "archive the checkpoint" in finding.message
+    assert layout in finding.message and "archive the checkpoint" in finding.message
 
 
 def test_a_changed_width_setting_applies_after_the_state_is_cleared() -> None:

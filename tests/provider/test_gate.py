@@ -148,7 +148,7 @@ def test_a_retired_slot_is_free_to_the_gate_once_the_checkpoint_watermark_passed
     deploy(tmp_path / "root", deployed_sql)
     checkpoint = tmp_path / "root" / "job" / "checkpoint"
     plain = Pool(2, (("SUM(MyTable.b)", 0),), (Retired(1, "MAX(MyTable.c)", 1_000),))
-    layout = JobLayout({"select#1": (StageLayout(plain, Pool(0)),)})
+    layout = JobLayout({"select#1": (StageLayout(plain, Pool(0), Pool(0)),)})
     (checkpoint / "_stategate").mkdir()
     (checkpoint / "_stategate" / "signature.json").write_text(
         json.dumps(state_signature(build(deployed_sql), layout)))

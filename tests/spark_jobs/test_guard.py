@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from analyzer import Verdict
-from analyzer.layout import LAYOUT_V1
+from analyzer.layout import LAYOUT, LAYOUT_V1
 from spark_jobs.guard import RECORD_DIR, CheckpointRefused
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
 
@@ -40,7 +40,7 @@ def test_the_record_holds_the_sql_and_the_state_signature(deployed) -> None:
     stage = signature["pipelines"]["select#1"]["stages"][0]
     assert stage["aggregates"] == ["SUM(Bid.price)"]
     assert stage["window"] == "TUMBLE(Bid.bidtime, size=10min)"
-    assert signature["layout"] == "stategate-slots-v2"
+    assert signature["layout"] == LAYOUT
     assert stage["slots"]["plain"]["assigned"] == {"SUM(Bid.price)": 0}
 
 

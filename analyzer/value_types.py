@@ -13,15 +13,27 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from analyzer.dialect import Flink
 from analyzer.model import JobModel
 
+#: Flink's built-in functions that return STRING and that sqlglot cannot type on its own.
+TEXT_FUNCTIONS = frozenset({
+    "BTRIM", "CHR", "PAD", "DATE_FORMAT", "DECODE", "ELT", "FROM_BASE64", "FROM_UNIXTIME", "HEX", "JSON_QUERY",
+    "JSON_VALUE", "LPAD", "MD5", "OVERLAY", "PARSE_URL", "PRINTF", "REGEXP_EXTRACT", "REGEXP_REPLACE",
+    "REPEAT", "REPLACE", "REVERSE", "RPAD", "SHA1", "SHA2", "SHA224", "SHA256", "SHA384", "SHA512",
+    "SPLIT_INDEX", "TO_BASE64", "TRANSLATE", "URL_DECODE", "URL_ENCODE", "UUID",
+})
+_STRING = exp.DataType.build("STRING", dialect=Flink)
+
 
 def value_type(model: JobModel, expr: exp.Expression) -> exp.DataType:
     """``expr``'s type; UNKNOWN where a column's type is not declared or a function is opaque.
 
     Resolved expressions name source columns (``Table.column``). Each is replaced by a typed null
-    (``CAST(NULL AS <declared type>)``) and sqlglot's type inference does the rest."""
+    (``CAST(NULL AS <declared type>)``), as is a call of one of :data:`TEXT_FUNCTIONS`, and
+    sqlglot's type inference does the rest."""
     declared = {(t.name, c.name): c.type for t in model.tables.values() for c in t.columns if c.type}
 
     def typed(node: exp.Expression) -> exp.Expression:
+        if isinstance(node, exp.Func) and _name(node) in TEXT_FUNCTIONS:
+            return exp.Cast(this=exp.null(), to=_STRING.copy())
         text = declared.get((node.table, node.name)) if isinstance(node, exp.Column) else None
         if text is None:
             return node
@@ -35,3 +47,7 @@ def value_type(model: JobModel, expr: exp.Expression) -> exp.DataType:
 
 def is_text(model: JobModel, expr: exp.Expression) -> bool:
     return value_type(model, expr).this in exp.DataType.TEXT_TYPES
+
+
+def _name(node: exp.Func) -> str:
+    return (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).upper()

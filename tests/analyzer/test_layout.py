@@ -83,12 +83,14 @@ def text_slots(sql: str, signature: dict | None = None) -> dict[str, int]:
 
 
 def test_min_and_max_of_text_live_in_text_slots_told_from_the_declared_types() -> None:
-    sql = job("MAX(item), MIN(UPPER(item)), MAX(CAST(price AS STRING)), MAX(price), MIN(bidtime)")
+    sql = job("MAX(item), MIN(UPPER(item)), MAX(CAST(price AS STRING)), MIN(REGEXP_EXTRACT(item, 'a+')), "
+              "MAX(price), MIN(bidtime)")
     signature = deployed(sql)
     pools = signature["pipelines"]["select#1"]["stages"][0]["slots"]
     assert pools["text"]["assigned"] == {"MAX(Bid.item)": 0, "MIN(UPPER(Bid.item))": 1,
-                                         "MAX(CAST(Bid.price AS TEXT))": 2}
-    assert pools["text"]["width"] == 5
+                                         "MAX(CAST(Bid.price AS TEXT))": 2,
+                                         "MIN(REGEXP_EXTRACT(Bid.item, 'a+'))": 3}
+    assert pools["text"]["width"] == 6
     assert pools["plain"]["assigned"] == {"MAX(Bid.price)": 0, "MIN(Bid.bidtime)": 1}
 
 

@@ -24,7 +24,7 @@ import re
 from dataclasses import dataclass
 from typing import Callable
 
-from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from analyzer.errors import SQLModelError
@@ -145,8 +145,6 @@ class FileSink:
     options: dict[str, str]
 
     def __call__(self, df: DataFrame, batch_id: int) -> None:
-        if df.isEmpty():
-            return
         storage = HadoopStorage(df.sparkSession)
         # The query id is stable across restarts of one checkpoint and new for a fresh one.
         query = df.sparkSession.sparkContext.getLocalProperty("sql.streaming.queryId") or "batch"
@@ -154,12 +152,19 @@ class FileSink:
         # One staging directory per batch: an attempt killed half-way leaves it behind, the replay
         # overwrites it. Names starting with '_' are invisible to Spark's and Hadoop's readers.
         staging = f"{self.path}/_staging/{name}"
+        # The batch is written in one action, its rows counted on the way: a second action (say,
+        # a look whether it is empty) would run the batch's stateful aggregation again.
+        rows = Observation()
         # One file per batch. repartition, not coalesce: coalesce(1) would run the stateful
         # aggregation feeding this batch in a single task (measured: about 1.5x the batch time).
-        writer = df.repartition(1).write.mode("overwrite").format(self.fmt).options(**self.options)
+        writer = df.observe(rows, F.count(F.lit(1)).alias("rows")).repartition(1) \
+            .write.mode("overwrite").format(self.fmt).options(**self.options)
         if self.fmt in ("csv", "json"):
             writer = writer.option("timestampFormat", "yyyy-MM-dd HH:mm:ss.SSS")
         writer.save(staging)
+        if not rows.get["rows"]:
+            storage.delete(staging)  # no window closed in this batch: no file
+            return
         failpoints.reach("sink.staged")
         part = next(p for p in storage.list(staging) if p.rsplit("/", 1)[-1].startswith("part-"))
         # Replaces the file of an attempt that was killed before Spark committed the batch.

@@ -208,12 +208,22 @@ def _table(node: exp.Create, line: int) -> Table:
             strategy = element.expression
             watermark = Resolved.of(strategy, strategy)
             delay = _watermark_delay(strategy, rowtime)
-    options = {}
+    options: dict[str, str] = {}
+    partition_keys: tuple[str, ...] = ()
     properties = node.args.get("properties")
     for prop in properties.expressions if properties else []:
-        if isinstance(prop, exp.Property):
+        if isinstance(prop, exp.LikeProperty):
+            raise SQLModelError(f"CREATE TABLE {name} ... LIKE {prop.this.name} is not supported: declare "
+                                "the columns of the table")
+        if isinstance(prop, exp.PartitionedByProperty):
+            partition_keys = tuple(key.name for key in prop.this.expressions)
+            unknown = [key for key in partition_keys if key not in raw]
+            if unknown:
+                raise SQLModelError(f"PARTITIONED BY ({', '.join(unknown)}): no such column in {name}")
+        elif type(prop) is exp.Property:  # a WITH ('key' = 'value') option
             options[prop.name] = prop.args["value"].name
-    return Table(name, tuple(columns), options, rowtime, watermark, delay, proctime, line)
+        # A table COMMENT touches neither state nor the engine.
+    return Table(name, tuple(columns), options, rowtime, watermark, delay, proctime, line, partition_keys)
 
 
 def _is_proctime(node: exp.Expression) -> bool:

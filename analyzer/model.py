@@ -86,6 +86,7 @@ class Table:
     watermark_delay_ms: int | None = None
     proctime: str | None = None
     line: int | None = None
+    partition_keys: tuple[str, ...] = ()  # PARTITIONED BY
 
     def column(self, name: str) -> Column | None:
         return next((c for c in self.columns if c.name == name), None)

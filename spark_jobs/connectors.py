@@ -191,6 +191,9 @@ def batch_writer(table: Table) -> BatchWriter:
     kind = connector(table)
     if kind == "filesystem":
         fmt = _format(table, FILE_FORMATS)
+        if table.partition_keys:
+            raise SQLModelError(f"table {table.name}: a PARTITIONED BY sink is not supported on Spark (each "
+                                "micro-batch is one file); drop PARTITIONED BY", line=table.line)
         return FileSink(_option(table, "path").rstrip("/"), fmt, _spark_options(table))
     if kind == "print":
         return print_sink

@@ -11,7 +11,7 @@ from typing import Callable, Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from analyzer import Report, Verdict, build
+from analyzer import Report, SQLModelError, Verdict, build
 from spark_jobs.compile import CompiledPipeline, compile_pipeline
 from spark_jobs.connectors import BatchWriter, batch_writer
 from spark_jobs.guard import CheckpointGuard, query_dir
@@ -60,7 +60,7 @@ def run(
     if report is not None:
         log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
     compiled = [compile_pipeline(spark, model, p, layout, query_dir(checkpoint, p.name)) for p in model.pipelines]
-    batch_writers = [(writers or {}).get(p.pipeline.name) or _writer(p) for p in compiled]
+    batch_writers = [(writers or {}).get(p.pipeline.name) or _writer(p, source) for p in compiled]
     # Recorded before the first query starts: a job killed at any moment after Spark wrote its first
     # checkpoint file leaves a checkpoint whose SQL is known, so the restart can be checked.
     guard.record(layout)
@@ -79,10 +79,13 @@ def run(
     return RunResult(report, queries)
 
 
-def _writer(pipeline: CompiledPipeline) -> BatchWriter:
+def _writer(pipeline: CompiledPipeline, source: str) -> BatchWriter:
     if pipeline.sink is None:
         raise ValueError(f"{pipeline.pipeline.name}: a bare SELECT has no sink; use INSERT INTO")
-    return batch_writer(pipeline.sink)
+    try:
+        return batch_writer(pipeline.sink)
+    except SQLModelError as error:
+        raise error.located(source) from None
 
 
 def _start(pipeline: CompiledPipeline, writer: BatchWriter, location: str, options: dict) -> StreamingQuery:

@@ -88,6 +88,50 @@ def mutations(draw: st.DrawFn) -> Case:
     return Case("+".join(kinds), old, new)
 
 
+#: Pieces of Flink's CREATE TABLE grammar: (text, whether stategate reads it). Column pieces follow
+#: a column's type; table pieces follow the column list.
+COLUMN_PIECES = (("NOT NULL", True), ("COMMENT 'a column'", True), ("PRIMARY KEY NOT ENFORCED", True),
+                 ("METADATA FROM 'timestamp'", False), ("METADATA VIRTUAL", False))
+EXTRA_COLUMNS = (("cost AS price * 2", True), ("PRIMARY KEY (item) NOT ENFORCED", True),
+                 ("note STRING COMMENT 'free text'", True), ("meta TIMESTAMP_LTZ(3) METADATA FROM 'timestamp'", False))
+TABLE_PIECES = (("COMMENT 'bids'", True), ("PARTITIONED BY (item)", True), ("PARTITIONED BY (nope)", False),
+                ("LIKE Other", False))
+DDL_BASE_TABLE = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING, "
+                  "WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) "
+                  "WITH ('connector' = 'filesystem', 'path' = 'bids', 'format' = 'csv');\n")
+DDL_QUERY = ("SELECT item, window_start, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), "
+             "INTERVAL '1' MINUTE)) GROUP BY item, window_start, window_end;")
+
+
+@st.composite
+def ddl_scripts(draw: st.DrawFn) -> tuple[str, bool]:
+    """A window job whose source table is declared with a draw of Flink's DDL grammar, and whether
+    every piece drawn is one stategate reads (else a located error is the right answer)."""
+    readable = True
+    columns = ["bidtime TIMESTAMP(3)", "price DECIMAL(10, 2)", "item STRING"]
+    for _ in range(draw(st.integers(0, 2))):
+        i = draw(st.integers(0, len(columns) - 1))
+        piece, ok = draw(st.sampled_from(COLUMN_PIECES))
+        columns[i] += " " + piece
+        readable &= ok
+    for piece, ok in draw(st.lists(st.sampled_from(EXTRA_COLUMNS), max_size=2, unique=True)):
+        columns.append(piece)
+        readable &= ok
+    columns.append("WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND")
+    clauses = []
+    for piece, ok in draw(st.lists(st.sampled_from(TABLE_PIECES), max_size=2, unique=True)):
+        clauses.append(piece)
+        readable &= ok
+    like = [c for c in clauses if c.startswith("LIKE")]
+    table = (f"CREATE TABLE Bid ({', '.join(columns)}) {' '.join(c for c in clauses if c not in like)} "
+             f"WITH ('connector' = 'filesystem', 'path' = 'bids', 'format' = 'csv') {' '.join(like)};\n")
+    return table + DDL_QUERY, readable
+
+
+#: The plain declaration the drawn ones are compared with: a state-neutral change when read.
+DDL_BASE = DDL_BASE_TABLE + DDL_QUERY
+
+
 def nested_subqueries(depth: int) -> str:
     inner = "MyTable"
     for _ in range(depth):

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analyzer import SQLModelError
+from spark_jobs.job import run
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
 
 WINDOW = "TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))"
@@ -54,6 +55,17 @@ def test_insert_into_an_undeclared_sink(spark, tmp_path) -> None:
     sql = f"INSERT INTO Out SELECT window_start, SUM(price) FROM {WINDOW} GROUP BY window_start, window_end"
     with pytest.raises(SQLModelError, match="INSERT INTO Out: the sink table is not declared"):
         collect(spark, bid_ddl(source) + sql, tmp_path / "checkpoint", pipeline="Out")
+
+
+def test_a_partitioned_sink_is_refused_before_anything_is_written(spark, tmp_path) -> None:
+    source = seed_bids(tmp_path)
+    sink = ("CREATE TABLE Out (item STRING, total DECIMAL(38, 2)) PARTITIONED BY (item)\n"
+            f"WITH ('connector' = 'filesystem', 'path' = '{tmp_path / 'out'}', 'format' = 'parquet');\n")
+    sql = bid_ddl(source) + sink + f"INSERT INTO Out SELECT item, SUM(price) FROM {WINDOW} " \
+        "GROUP BY item, window_start, window_end"
+    with pytest.raises(SQLModelError, match=r"^job\.sql:\d+: table Out: a PARTITIONED BY sink is not supported"):
+        run(spark, sql, tmp_path / "checkpoint", source="job.sql")
+    assert not (tmp_path / "checkpoint").exists() and not (tmp_path / "out").exists()
 
 
 def test_sink_width_must_match(spark, tmp_path) -> None:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from typing import Any, Mapping
 
 from analyzer.build import build
@@ -81,6 +83,18 @@ def _match(old: JobModel, new: JobModel) -> tuple[list[tuple[Pipeline, Pipeline]
     return pairs, findings
 
 
+def _unchanged(change: Change) -> bool:
+    """The same query text, reading the same declarations (wherever they sit in the script)."""
+    old, new = change.old_model, change.new_model
+
+    def tables(model: JobModel) -> dict:
+        return {name: replace(table, line=None) for name, table in model.tables.items()}
+
+    return " ".join(change.old.written.split()) == " ".join(change.new.written.split()) \
+        and tables(old) == tables(new) and old.views == new.views and old.functions == new.functions \
+        and old.settings == new.settings
+
+
 def _first_line(text: str) -> str:
     return " ".join(text.split())[:100]
 
@@ -89,8 +103,13 @@ def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
     old, new = change.old, change.new
     if old.aggregate is None or new.aggregate is None:
         if old.aggregate is None and new.aggregate is None:
+            if _unchanged(change):
+                return [Finding("stategate.unchanged", FULL,
+                                "the query and every table, view, function and setting it can read are "
+                                "unchanged: whatever state it keeps is as it was")], AggregatePlan()
             return [Finding("stategate.no-window-aggregation", UNKNOWN,
-                            "no window aggregation in this query: stateless or outside the rules",
+                            "no window aggregation in this query: the state it may keep (a join, a "
+                            "deduplication, a Top-N, ...) is outside the window rules",
                             _first_line(old.written), _first_line(new.written))], AggregatePlan()
         return [Finding("stategate.aggregation.added-or-removed", Verdict.INCOMPATIBLE,
                         "the query gained or lost its aggregation",

@@ -88,13 +88,16 @@ class Report:
         return json.dumps(self.to_dict(), indent=2)
 
     def to_text(self) -> str:
-        rows = [("EFFECT", "RULE", "MESSAGE")] + [
-            (f.effect.value, f.rule, f.message) for f in self._ordered()
+        # With several pipelines each finding names its own (the sink it feeds).
+        named = any(f.pipeline for f in self.findings)
+        rows = [("EFFECT", "RULE", *(("PIPELINE",) if named else ()), "MESSAGE")] + [
+            (f.effect.value, f.rule, *((f.pipeline or "(job)",) if named else ()), f.message)
+            for f in self._ordered()
         ]
-        widths = [max(len(r[i]) for r in rows) for i in range(2)]
+        widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
         lines = [f"Verdict: {self.verdict.value} — {self.verdict.meaning}", ""]
-        for effect, rule, message in rows:
-            lines.append(f"{effect:<{widths[0]}}  {rule:<{widths[1]}}  {message}")
+        for row in rows:
+            lines.append("  ".join(f"{cell:<{width}}" for cell, width in zip(row, widths)) + "  " + row[-1])
         lines += ["", *self._plan_lines()]
         return "\n".join(lines).rstrip() + "\n"
 
@@ -104,13 +107,12 @@ class Report:
             "",
             f"_{self.verdict.meaning}_",
             "",
-            "| effect | rule | finding | before | after |",
-            "|---|---|---|---|---|",
+            "| effect | rule | pipeline | finding | before | after |",
+            "|---|---|---|---|---|---|",
         ]
         for f in self._ordered():
-            lines.append(
-                f"| {f.effect.value} | `{f.rule}` | {_md(f.message)} | {_code(f.before)} | {_code(f.after)} |"
-            )
+            lines.append(f"| {f.effect.value} | `{f.rule}` | {_md(f.pipeline)} | {_md(f.message)} | "
+                         f"{_code(f.before)} | {_code(f.after)} |")
         plan = self._plan_lines()
         if plan:
             lines += ["", "**Aggregates**", ""] + [f"- {line}" for line in plan]

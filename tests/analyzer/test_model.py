@@ -229,3 +229,29 @@ def test_a_script_without_a_window_is_unknown() -> None:
     report = compare("SELECT a, b FROM t", "SELECT a, b, c FROM t")
     assert report.verdict is Verdict.UNKNOWN
     assert report.findings[0].rule == "stategate.no-window-aggregation"
+    assert "stateless" not in report.findings[0].message
+
+
+DEDUP = ("SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY ts DESC) AS rn FROM t) "
+         "WHERE rn = 1")
+
+
+def test_identical_sql_is_full_whatever_state_the_query_keeps() -> None:
+    moved = "-- the same query, two lines down\n\n" + DEDUP
+    report = compare(DEDUP, moved)
+    assert report.verdict is Verdict.FULL and report.findings[0].rule == "stategate.unchanged"
+    assert "stateless" not in report.to_text()
+    # The same text reading a changed view is a change.
+    view = "CREATE VIEW t AS SELECT a, ts FROM src{};\n" + DEDUP
+    assert compare(view.format(""), view.format(" WHERE a > 1")).verdict is Verdict.UNKNOWN
+
+
+def test_findings_of_a_job_with_several_pipelines_name_their_pipeline() -> None:
+    query = ("INSERT INTO {sink} SELECT a, SUM(b) FROM MyTable "
+             "GROUP BY a, TUMBLE(ts, INTERVAL '{size}' MINUTE);\n")
+    old = query.format(sink="Totals", size=1) + query.format(sink="Hourly", size=60)
+    new = query.format(sink="Totals", size=1) + query.format(sink="Hourly", size=30)
+    report = compare(old, new)
+    changed = next(line for line in report.to_text().splitlines() if line.startswith("INCOMPATIBLE"))
+    assert "Hourly" in changed and "Totals" not in changed
+    assert "PIPELINE" in report.to_text() and "| Hourly |" in report.to_markdown()

@@ -123,6 +123,10 @@ class Report:
 
     def _plan_lines(self) -> list[str]:
         plan = self.aggregates
+        if self.verdict is Verdict.INCOMPATIBLE and (plan.added or plan.dropped):
+            # Every aggregate would read as both added and dropped: say what happens instead.
+            return ["all state is cleared (archived first): the job restarts from its sources and every "
+                    "aggregate starts from zero"]
         lines = []
         for label, items in (("kept (continue from state)", plan.kept),
                              ("added (start from zero)", plan.added),

@@ -255,3 +255,7 @@ def test_findings_of_a_job_with_several_pipelines_name_their_pipeline() -> None:
     changed = next(line for line in report.to_text().splitlines() if line.startswith("INCOMPATIBLE"))
     assert "Hourly" in changed and "Totals" not in changed
     assert "PIPELINE" in report.to_text() and "| Hourly |" in report.to_markdown()
+    # State is cleared as a whole: no aggregate is listed as both added and dropped.
+    assert "added (start from zero)" not in report.to_text()
+    assert "all state is cleared (archived first)" in report.to_text()
+    assert "every aggregate starts from zero" in report.to_markdown()

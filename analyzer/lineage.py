@@ -387,12 +387,13 @@ class _SelectResolver:
         items: list[tuple[str, exp.Expression]] = []
         for item in self.select.expressions:
             if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
-                relations = (
-                    [scope.relations[item.table]] if isinstance(item, exp.Column) and item.table
-                    else list(scope.relations.values())
-                )
-                for relation in relations:
-                    items.extend((n, exp.column(n, quoted=_needs_quotes(n))) for n in relation.names)
+                aliases = [item.table] if isinstance(item, exp.Column) and item.table else list(scope.relations)
+                for alias in aliases:
+                    if alias not in scope.relations:
+                        raise SQLModelError(f"unknown table or alias {alias!r}", clause=item.sql(dialect="flink"))
+                    # Qualified by its relation: A.* over a join reads A's columns, whatever B holds.
+                    items.extend((n, exp.column(n, table=alias, quoted=_needs_quotes(n)))
+                                 for n in scope.relations[alias].names)
                 continue
             # Flink names unaliased expressions EXPR$<position>.
             items.append((item.alias_or_name or f"EXPR${len(items)}", item))

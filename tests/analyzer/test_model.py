@@ -259,3 +259,14 @@ def test_findings_of_a_job_with_several_pipelines_name_their_pipeline() -> None:
     assert "added (start from zero)" not in report.to_text()
     assert "all state is cleared (archived first)" in report.to_text()
     assert "every aggregate starts from zero" in report.to_markdown()
+
+
+def test_a_qualified_star_over_a_join_reads_its_own_relation() -> None:
+    """The Nexmark q9 shape: ``A.*`` beside ``B.ts`` is not ambiguous, though both have a ts."""
+    sql = ("CREATE TABLE A (id BIGINT, ts TIMESTAMP(3)) WITH ('connector' = 'filesystem');\n"
+           "CREATE TABLE B (auction BIGINT, ts TIMESTAMP(3)) WITH ('connector' = 'filesystem');\n"
+           "SELECT A.*, B.ts AS bts FROM A, B WHERE A.id = B.auction;")
+    outputs = build(sql).pipelines[0].outputs
+    assert [(o.name, o.value.key) for o in outputs] == [("id", "A.id"), ("ts", "A.ts"), ("bts", "B.ts")]
+    with pytest.raises(SQLModelError, match="column 'ts' is ambiguous"):
+        build(sql.replace("A.*, B.ts AS bts", "ts"))

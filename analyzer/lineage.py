@@ -553,6 +553,8 @@ class _SelectResolver:
             elif agg.this is not None and not isinstance(agg.this, exp.Star):
                 raw_args = [agg.this]
             raw_args += [e for e in agg.expressions] if agg.args.get("expressions") else []
+        if function == "COUNT" and not distinct and len(raw_args) == 1 and _non_null_literal(raw_args[0]):
+            raw_args = []  # COUNT(1) counts every row, as COUNT(*): the same state
         args = tuple(Resolved.of(scope.resolve(a, aux), a) for a in raw_args)
         return Aggregate(
             function=function,
@@ -564,6 +566,10 @@ class _SelectResolver:
             expr=scope.resolve(written, aux),
             written=written.sql(dialect="flink"),
         )
+
+
+def _non_null_literal(node: exp.Expression) -> bool:
+    return isinstance(node, (exp.Literal, exp.Boolean))
 
 
 def _ancestors_within(node: exp.Expression, root: exp.Expression):

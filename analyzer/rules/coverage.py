@@ -63,7 +63,7 @@ def sources(change: Change) -> list[Finding]:
     if old is None or new is None:
         return []
     findings = [*_column_types(change, old, new)]
-    if (old.rowtime, old.watermark and old.watermark.key) != (new.rowtime, new.watermark and new.watermark.key):
+    if (old.rowtime, _strategy(old)) != (new.rowtime, _strategy(new)):
         findings.append(Finding(f"{PREFIX}.watermark.changed", UNKNOWN,
                                 f"the watermark of {old_name} changed: which rows count as late changes "
                                 "for windows that are already open",
@@ -92,6 +92,14 @@ def _read_columns(aggregate: WindowAggregate) -> set[str]:
     """Source columns whose values end up in state: group keys and aggregate inputs."""
     values = [k.value for k in aggregate.group_keys] + [v for a in aggregate.aggregates for v in a.args]
     return {c.name for v in values for c in v.expr.find_all(exp.Column) if c.table == aggregate.source_table}
+
+
+def _strategy(table: Table) -> int | str | None:
+    """The watermark strategy by what it does: a delay in ms however it is spelled (``INTERVAL '4'
+    SECOND`` or ``'4000' MILLISECOND``), else its expression."""
+    if table.watermark_delay_ms is not None:
+        return table.watermark_delay_ms
+    return table.watermark.key if table.watermark else None
 
 
 def _watermark(table: Table) -> str:

@@ -270,3 +270,16 @@ def test_a_qualified_star_over_a_join_reads_its_own_relation() -> None:
     assert [(o.name, o.value.key) for o in outputs] == [("id", "A.id"), ("ts", "A.ts"), ("bts", "B.ts")]
     with pytest.raises(SQLModelError, match="column 'ts' is ambiguous"):
         build(sql.replace("A.*, B.ts AS bts", "ts"))
+
+
+@pytest.mark.parametrize("old, new", [
+    ("COUNT(*)", "COUNT(1)"),
+    ("INTERVAL '4' SECOND", "INTERVAL '4000' MILLISECOND"),
+])
+def test_the_same_state_spelled_differently_is_full(old: str, new: str) -> None:
+    sql = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2),\n"
+           "  WATERMARK FOR bidtime AS bidtime - INTERVAL '4' SECOND) WITH ('connector' = 'filesystem');\n"
+           "SELECT window_start, COUNT(*) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE))\n"
+           "GROUP BY window_start, window_end;")
+    report = compare(sql, sql.replace(old, new))
+    assert report.verdict is Verdict.FULL, report.to_text()

@@ -7,7 +7,8 @@ Connectors:
   is written to one file named after the query and the batch (``part-<query id>-<batch id>``),
   staged and then renamed into place: a batch replayed after a crash replaces its own file, so the
   directory never holds a duplicate or a gap, and a fresh start (a new query id) never overwrites
-  what an earlier deployment wrote.
+  what an earlier deployment wrote. A sink declared ``PARTITIONED BY`` is refused by name: one file
+  per batch cannot be split by partition without giving up the single atomic rename.
 * ``'connector' = 'print'``: the console.
 * ``'connector' = 'kafka'``: ``'properties.bootstrap.servers'``, ``'topic'``, ``'format'`` = json | csv,
   ``'scan.startup.mode'``. Needs the ``spark-sql-kafka-0-10`` package on the Spark classpath

@@ -13,6 +13,13 @@ depends on the query, and a redeploy maps onto it without touching stored state:
   passed the end of the last such window (``reusable_from_ms``). Session windows grow for as long
   as events arrive, so their retired slots are reused only after the state is cleared.
 
+A slot has a *shape*: the aggregate it was made for (``SUM:m``, a sum of exact numbers; ``COUNT``;
+``MAX:t``, the latest time; see :func:`shape_of`), and only that aggregate's fields. The slots of
+the first deploy are shaped for its aggregates; the headroom slots are *generic*, with the fields
+of every shape, so that any aggregate added later fits one. Every field costs every state row and
+every input row, so shaping the slots matters (measured below). A retired shaped slot takes only an
+aggregate of its own shape; a retired generic slot takes any.
+
 Slots come in three pools, by what their fields hold: *plain* (counts, sums, numeric and time
 MIN/MAX), *text* (MIN/MAX over text: a string buffer field stops Spark's hash aggregation, measured
 below, so only jobs that need one pay for it) and *distinct* (a set of values). An aggregate's pool
@@ -35,12 +42,12 @@ from typing import Any, Mapping
 
 from analyzer.errors import SQLModelError
 from analyzer.model import Aggregate, JobModel, WindowAggregate
-from analyzer.value_types import is_text
+from analyzer.value_types import family, is_text
 
 #: Layout names as recorded beside the state. v1 stored one state row per aggregate (unpivoted);
-#: v2 kept string MIN/MAX fields in every plain slot.
+#: v2 kept string MIN/MAX fields in every plain slot; v3 gave every slot the fields of every shape.
 LAYOUT_V1 = "stategate-unpivot-v1"
-LAYOUT = "stategate-slots-v3"
+LAYOUT = "stategate-slots-v4"
 
 SLOTS_SETTING = "stategate.state.slots"
 TEXT_SLOTS_SETTING = "stategate.state.text-slots"
@@ -48,14 +55,15 @@ DISTINCT_SLOTS_SETTING = "stategate.state.distinct-slots"
 WIDTH_SETTINGS = (SLOTS_SETTING, TEXT_SLOTS_SETTING, DISTINCT_SLOTS_SETTING)
 #: Pool names, as recorded.
 PLAIN, TEXT, DISTINCT = "plain", "text", "distinct"
-#: Plain slots at the first deploy: the aggregates plus this many free ones (and at least
-#: :data:`MIN_SLOTS`); text and distinct pools get the same headroom when the query has any. A
-#: plain slot is 9 buffer fields; measured (1M bids in one micro-batch, TUMBLE 1 min, 3 aggregates,
-#: no-op sink, batch time) 7.4-7.7 s with 3 slots, 8.9-9.5 s with 8, against 5.1 s for Spark's own
-#: aggregation. Text fields cost more: with one text field in the buffer Spark plans a sort-based
-#: aggregation, 31 s instead of 23 s of query time for the 10-batch benchmark job.
+#: Generic slots at the first deploy, beside the shaped ones; text and distinct pools get the same
+#: headroom when the query has any. A generic plain slot is 9 buffer fields, a shaped one 1 or 2.
+#: Measured on the TUMBLE benchmark job (1M bids, 3 aggregates, 10 micro-batches, query time):
+#: 23.4 s with the 51 buffer fields of five generic slots, 20.1 s with only the 4 the aggregates
+#: use, 15 s for Spark's own aggregation. Text fields cost more: with one text field in the buffer
+#: Spark plans a sort-based aggregation, 31 s instead of 23 s of query time for the same job.
 HEADROOM = 2
-MIN_SLOTS = 4
+#: The shape of a slot made for no aggregate in particular: it has the fields of every shape.
+GENERIC = "*"
 
 
 class NoRoom(ValueError):
@@ -79,41 +87,59 @@ class Retired:
 class Pool:
     """Slots of one kind: plain (count, sums, min/max), text (min/max) or distinct (a set of values)."""
 
-    width: int
+    shapes: tuple[str, ...] = ()  # per slot: the shape its fields were made for, or GENERIC
     assigned: tuple[tuple[str, int], ...] = ()  # (aggregate identity, slot), in assignment order
     retired: tuple[Retired, ...] = ()
+
+    @property
+    def width(self) -> int:
+        return len(self.shapes)
 
     def slot_of(self, identity: str) -> int:
         return dict(self.assigned)[identity]
 
-    def evolve(self, identities: list[str], watermark_ms: int | None, retire_until_ms: int | None,
+    def evolve(self, shapes: Mapping[str, str], watermark_ms: int | None, retire_until_ms: int | None,
                what: str) -> Pool:
+        """The pool holding ``shapes`` (aggregate identity → shape, in query order): kept aggregates
+        stay, dropped ones retire, added ones take a free slot of their own shape, else a free
+        generic one."""
         old = dict(self.assigned)
-        kept = {i: old[i] for i in identities if i in old}
+        kept = {i: old[i] for i in shapes if i in old}
         retired = [*self.retired, *(Retired(s, i, retire_until_ms) for i, s in self.assigned if i not in kept)]
         busy = set(kept.values()) | {r.slot for r in retired if not r.free_at(watermark_ms)}
         free = [s for s in range(self.width) if s not in busy]
-        added = [i for i in identities if i not in kept]
-        if len(added) > len(free):
+        added = [i for i in shapes if i not in kept]
+        taken: dict[str, int] = {}
+        # Shaped slots first: a generic slot is spent only where no slot of the aggregate's shape is free.
+        for fits in (lambda i, s: self.shapes[s] == shapes[i], lambda i, s: self.shapes[s] == GENERIC):
+            for identity in [i for i in added if i not in taken]:
+                slot = next((s for s in free if fits(identity, s)), None)
+                if slot is not None:
+                    taken[identity] = slot
+                    free.remove(slot)
+        if len(taken) < len(added):
             blocked = sum(1 for r in retired if not r.free_at(watermark_ms))
-            raise NoRoom(
-                f"{len(added)} {what} aggregate(s) added ({', '.join(added)}) but only {len(free)} of "
-                f"{self.width} {what} slots are free ({len(kept)} kept, {blocked} retired and possibly "
-                f"still read by open windows)")
-        taken = dict(zip(added, free))
+            message = (f"{len(added)} {what} aggregate(s) added ({', '.join(added)}) but only "
+                       f"{len(taken) + len(free)} of {self.width} {what} slots are free ({len(kept)} kept, "
+                       f"{blocked} retired and possibly still read by open windows)")
+            if free:
+                unfit = ", ".join(i for i in added if i not in taken)
+                message += (f"; none of them fits {unfit}: a slot made for one aggregate takes only that "
+                            f"shape (free: {', '.join(self.shapes[s] for s in free)})")
+            raise NoRoom(message)
         reused = set(taken.values())
-        assigned = tuple((i, kept.get(i, taken.get(i))) for i in identities)
-        return Pool(self.width, assigned,  # type: ignore[arg-type]
-                    tuple(r for r in retired if r.slot not in reused))
+        assigned = tuple((i, kept[i] if i in kept else taken[i]) for i in shapes)
+        return Pool(self.shapes, assigned, tuple(r for r in retired if r.slot not in reused))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"width": self.width, "assigned": dict(self.assigned),
+        return {"width": self.width, "shapes": list(self.shapes), "assigned": dict(self.assigned),
                 "retired": [{"slot": r.slot, "identity": r.identity, "reusable_from_ms": r.reusable_from_ms}
                             for r in self.retired]}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> Pool:
-        return cls(int(data["width"]), tuple((str(i), int(s)) for i, s in data["assigned"].items()),
+        return cls(tuple(str(s) for s in data["shapes"]),
+                   tuple((str(i), int(s)) for i, s in data["assigned"].items()),
                    tuple(Retired(int(r["slot"]), str(r["identity"]), r["reusable_from_ms"])
                          for r in data["retired"]))
 
@@ -200,22 +226,37 @@ def pool_of(model: JobModel, aggregate: Aggregate) -> str:
     return PLAIN
 
 
-def _pooled(model: JobModel, stage: WindowAggregate) -> dict[str, list[str]]:
-    pooled: dict[str, list[str]] = {PLAIN: [], TEXT: [], DISTINCT: []}
+def shape_of(model: JobModel, aggregate: Aggregate) -> str:
+    """The slot shape an aggregate needs: ``COUNT``, or its function and the value family of its
+    argument (``SUM:m``, ``AVG:d``, ``MAX:t``, ``MIN:s``; :mod:`analyzer.value_types`). A distinct
+    slot is one set whatever it aggregates, and an argument whose type cannot be told needs every
+    field: both are :data:`GENERIC`."""
+    if aggregate.distinct:
+        return GENERIC
+    if aggregate.function == "COUNT":
+        return "COUNT"
+    found = family(model, aggregate.args[0].expr) if aggregate.args else None
+    return f"{aggregate.function}:{found}" if found else GENERIC
+
+
+def _pooled(model: JobModel, stage: WindowAggregate) -> dict[str, dict[str, str]]:
+    """Per pool: aggregate identity → slot shape, in query order."""
+    pooled: dict[str, dict[str, str]] = {PLAIN: {}, TEXT: {}, DISTINCT: {}}
     for aggregate in stage.aggregates:
-        pooled[pool_of(model, aggregate)].append(aggregate.identity)
+        pooled[pool_of(model, aggregate)][aggregate.identity] = shape_of(model, aggregate)
     return pooled
 
 
 def _fresh(model: JobModel, stage: WindowAggregate) -> StageLayout:
     pooled = _pooled(model, stage)
-    widths = {
-        PLAIN: _setting(model, SLOTS_SETTING, max(MIN_SLOTS, len(pooled[PLAIN]) + HEADROOM)),
-        TEXT: _setting(model, TEXT_SLOTS_SETTING, len(pooled[TEXT]) + HEADROOM if pooled[TEXT] else 0),
-        DISTINCT: _setting(model, DISTINCT_SLOTS_SETTING, len(pooled[DISTINCT]) + HEADROOM if pooled[DISTINCT] else 0),
-    }
-    return StageLayout(*(Pool(widths[name]).evolve(pooled[name], None, None, name)
-                         for name in (PLAIN, TEXT, DISTINCT)))
+    settings = {PLAIN: SLOTS_SETTING, TEXT: TEXT_SLOTS_SETTING, DISTINCT: DISTINCT_SLOTS_SETTING}
+    pools = []
+    for name in (PLAIN, TEXT, DISTINCT):
+        shaped = list(pooled[name].values())
+        headroom = HEADROOM if shaped or name == PLAIN else 0
+        width = _setting(model, settings[name], len(shaped) + headroom)
+        pools.append(Pool(tuple((shaped + [GENERIC] * width)[:width])).evolve(pooled[name], None, None, name))
+    return StageLayout(*pools)
 
 
 def _setting(model: JobModel, key: str, default: int) -> int:

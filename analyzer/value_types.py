@@ -1,7 +1,8 @@
 """The SQL type of a resolved expression, from the declared column types (no engine needed).
 
-The state layout places MIN/MAX over text in slots of their own (:mod:`analyzer.layout`), so the
-analyzer, the gate and the job must agree on which aggregates read text before any engine runs.
+The state layout gives each aggregate a slot made for its value family, and places MIN/MAX over
+text in slots of their own (:mod:`analyzer.layout`), so the analyzer, the gate and the job must
+agree on what each aggregate reads before any engine runs.
 """
 
 from __future__ import annotations
@@ -45,8 +46,26 @@ def value_type(model: JobModel, expr: exp.Expression) -> exp.DataType:
     return annotate_types(expr.copy().transform(typed), dialect=Flink).type or exp.DataType.build("UNKNOWN")
 
 
+#: Value families, as the state layout keeps them: exact numbers (integers and decimals, kept as
+#: DECIMAL(38, 18)), floating point, time and text.
+EXACT, FLOATING, TIME, TEXT = "m", "d", "t", "s"
+_FAMILIES = (
+    (EXACT, exp.DataType.INTEGER_TYPES | {exp.DataType.Type.BOOLEAN}
+     | (exp.DataType.REAL_TYPES - exp.DataType.FLOAT_TYPES)),
+    (FLOATING, exp.DataType.FLOAT_TYPES),
+    (TIME, exp.DataType.TEMPORAL_TYPES - {exp.DataType.Type.TIME, exp.DataType.Type.TIMETZ}),
+    (TEXT, exp.DataType.TEXT_TYPES),
+)
+
+
+def family(model: JobModel, expr: exp.Expression) -> str | None:
+    """``expr``'s value family; None where its type cannot be told."""
+    kind = value_type(model, expr).this
+    return next((name for name, types in _FAMILIES if kind in types), None)
+
+
 def is_text(model: JobModel, expr: exp.Expression) -> bool:
-    return value_type(model, expr).this in exp.DataType.TEXT_TYPES
+    return family(model, expr) == TEXT
 
 
 def _name(node: exp.Func) -> str:

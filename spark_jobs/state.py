@@ -1,4 +1,4 @@
-"""State layout v2: one state row per (group keys, grouping set, slice), aggregates in fixed slots.
+"""State layout v4: one state row per (group keys, grouping set, slice), aggregates in fixed slots.
 
 Why not Spark's ``groupBy(keys, window).agg(sum(b), max(c))``? Its state row is positional: the
 value schema is ``(sum, max)``. Adding ``count(c)`` changes that schema and the restart fails the
@@ -7,8 +7,10 @@ from the other's state. Neither matches the verdicts: adding an aggregate is PAR
 new one starts from zero) and reordering is FULL.
 
 Here the streaming aggregation's buffer never depends on the query. It is a fixed number of
-*slots*, each the same set of typed fields, and every aggregate of the query lives in the slot that
-:mod:`analyzer.layout` assigned to its identity (recorded beside the checkpoint)::
+*slots*, and every aggregate of the query lives in the slot that :mod:`analyzer.layout` assigned to
+its identity (recorded beside the checkpoint, with each slot's shape). A slot shaped for one
+aggregate has only that aggregate's fields (``SUM:m`` is ``sm<i>``); a generic slot, the headroom
+for aggregates added later, has all of them::
 
     key:   k0..kn (group keys, by position), gs (grouping set), w (slice)
     value: n                                   rows of the group (shapes sessions and windows)
@@ -18,8 +20,8 @@ Here the streaming aggregation's buffer never depends on the query. It is a fixe
            los<k>, his<k>                      text slot k: min / max of text
            dv<j>                               distinct slot j: the set of values, as text
 
-A slot that holds no aggregate is fed null literals, so adding an aggregate to a free slot starts
-it from zero in every open window; a dropped aggregate's slot is retired until no open window can
+A field no aggregate reads is never updated (its FILTER never holds), so adding an aggregate to a
+free slot starts it from zero in every open window; a dropped aggregate's slot is retired until no open window can
 still hold its values (``analyzer.layout``). Group keys stay positional: changing or reordering them
 is INCOMPATIBLE by the rules, and the checkpoint guard refuses those restarts.
 
@@ -27,10 +29,9 @@ Every field is an aggregate with a FILTER (:func:`accumulate`): a row touches on
 aggregates use. Measured (1M bids, 500 keys, TUMBLE 1 min, 3 aggregates, local[2], issue #11):
 the same 8,866 state rows as Spark's own aggregation (layout v1, which unpivoted every row into one
 state row per aggregate, kept four times as many). What the layout still costs is the width of its
-rows: with one batch and a no-op sink, Spark's own aggregation ran its first stage in 4.3 s and
-its state stage in 1.6 s; this layout 7.1 s and 3.2 s, with 2.5 times the bytes shuffled. A static
-(non-streaming) run of both aggregations, warmed up, differs by 0.3 s in 1.3 s, so most of that
-gap is the first run of much larger generated code (compiled while the tasks run, on 2 cores). A
+rows, in every state operator and in the code Spark generates for them: per 100k-row micro-batch
+(Spark's event log) the first stage took 382 ms and the state stage 521 ms with v3's 51 fields
+(every slot generic), against 201 ms and 406 ms for Spark's own 4; hence shaped slots. A
 text field in the buffer stops Spark's hash aggregation (it plans a sort-based one: 31 s instead of
 23 s for the whole job), so text MIN/MAX has slots of its own. Integers and decimals share the
 exact family (a long fits decimal(38,18)); its sums run on Java's BigDecimal, as Spark's own
@@ -48,41 +49,41 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from analyzer.errors import SQLModelError
-from analyzer.layout import DISTINCT, PLAIN, StageLayout
+from analyzer.layout import DISTINCT, GENERIC, PLAIN, StageLayout
 from analyzer.layout import TEXT as TEXT_POOL
 from analyzer.model import Aggregate
+from analyzer.value_types import EXACT, FLOATING, TEXT, TIME
 
 #: The internal row count every layout keeps, whatever the query's aggregates: it says which
 #: (key, window) groups exist and shapes sessions. It is not the user's COUNT(*), which has a slot
 #: of its own and so starts from zero when it is added, as the PARTIAL verdict promises.
 ROWS = "n"
 
-#: Value families of a slot: one typed field per family keeps the schema fixed.
+#: Value families (as the analyzer tells them) and the type of their fields.
 FAMILIES: dict[str, T.DataType] = {
-    "m": T.DecimalType(38, 18),
-    "d": T.DoubleType(),
-    "s": T.StringType(),
-    "t": T.TimestampType(),
+    EXACT: T.DecimalType(38, 18),
+    FLOATING: T.DoubleType(),
+    TEXT: T.StringType(),
+    TIME: T.TimestampType(),
 }
-SUMMABLE = ("m", "d")
-ORDERED = ("m", "d", "t")  # the MIN/MAX families of a plain slot
-TEXT = "s"  # the family of a text slot
+SUMMABLE = (EXACT, FLOATING)
+ORDERED = (EXACT, FLOATING, TIME)  # the MIN/MAX families of a plain slot
 SUPPORTED = ("COUNT", "SUM", "MIN", "MAX", "AVG")
 
 
 def family_of(data_type: T.DataType, function: str) -> str:
     if function == "COUNT":
-        return "m"  # only the count is kept
+        return EXACT  # only the count is kept
     if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType,
                               T.DecimalType)):
-        return "m"
+        return EXACT
     if isinstance(data_type, (T.FloatType, T.DoubleType)):
-        return "d"
+        return FLOATING
     if function in ("MIN", "MAX"):
         if isinstance(data_type, T.StringType):
-            return "s"
+            return TEXT
         if isinstance(data_type, (T.TimestampType, T.TimestampNTZType, T.DateType)):
-            return "t"
+            return TIME
     raise SQLModelError(f"{function} over a {data_type.simpleString()} value is not supported")
 
 
@@ -148,29 +149,36 @@ class _Field:
     function: str
     sql_type: str
     slot: Slot | None
+    shapes: tuple[str, ...] = ()  # the slot shapes (analyzer.layout) that have this field
 
 
 def _buffer(layout: StageLayout, slots: dict[tuple[str, int], Slot]) -> list[_Field]:
     fields = [_Field(ROWS, "count", "int", None)]
-    for i in range(layout.plain.width):
-        slot = slots.get((PLAIN, i))
-        counts = slot is not None and slot.function in ("COUNT", "AVG")
-        fields.append(_Field(f"c{i}", "count", "int", slot if counts else None))
-        for family in SUMMABLE:
-            sums = slot is not None and slot.function in ("SUM", "AVG") and slot.family == family
-            fields.append(_Field(f"s{family}{i}", "sum", _SQL_TYPES[family], slot if sums else None))
-        fields += _ordered(i, ORDERED, slot)
-    for k in range(layout.text.width):
-        fields += _ordered(k, (TEXT,), slots.get((TEXT_POOL, k)))
+    for i, shape in enumerate(layout.plain.shapes):
+        fields += [f for f in _plain_slot(i, slots.get((PLAIN, i))) if shape in (GENERIC, *f.shapes)]
+    for k, shape in enumerate(layout.text.shapes):
+        fields += [f for f in _ordered(k, (TEXT,), slots.get((TEXT_POOL, k))) if shape in (GENERIC, *f.shapes)]
     for j in range(layout.distinct.width):
         fields.append(_Field(f"dv{j}", "collect_set", "string", slots.get((DISTINCT, j))))
     return fields
 
 
+def _plain_slot(i: int, slot: Slot | None) -> list[_Field]:
+    """Every field a plain slot can have, each with the shapes that read it."""
+    counts = slot is not None and slot.function in ("COUNT", "AVG")
+    fields = [_Field(f"c{i}", "count", "int", slot if counts else None, ("COUNT", "AVG:m", "AVG:d"))]
+    for family in SUMMABLE:
+        sums = slot is not None and slot.function in ("SUM", "AVG") and slot.family == family
+        fields.append(_Field(f"s{family}{i}", "sum", _SQL_TYPES[family], slot if sums else None,
+                             (f"SUM:{family}", f"AVG:{family}")))
+    return fields + _ordered(i, ORDERED, slot)
+
+
 def _ordered(index: int, families: Sequence[str], slot: Slot | None) -> list[_Field]:
     """MIN and MAX fields of one slot, per family."""
     return [_Field(f"{op}{family}{index}", function.lower(), _SQL_TYPES[family],
-                   slot if slot and slot.function == function and slot.family == family else None)
+                   slot if slot and slot.function == function and slot.family == family else None,
+                   (f"{function}:{family}",))
             for family in families for op, function in (("lo", "MIN"), ("hi", "MAX"))]
 
 

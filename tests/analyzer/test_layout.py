@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from analyzer import SQLModelError, Verdict, build, compare_models
-from analyzer.layout import LAYOUT_V1, JobLayout, NoRoom, plan
+from analyzer.layout import GENERIC, LAYOUT_V1, JobLayout, NoRoom, plan
 from analyzer.signature import state_signature
 
 DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING,\n"
@@ -28,11 +28,19 @@ def slots(sql: str, signature: dict | None = None, watermark: int | None = None)
     return dict(layout.pipelines["select#1"][0].plain.assigned)
 
 
-def test_a_first_deploy_leaves_free_slots() -> None:
-    signature = deployed(job("SUM(price), MAX(price), COUNT(*)"))
+def test_a_first_deploy_shapes_a_slot_per_aggregate_and_leaves_generic_free_slots() -> None:
+    signature = deployed(job("SUM(price), MAX(bidtime), COUNT(*), AVG(CAST(price AS DOUBLE))"))
     pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
-    assert pool["assigned"] == {"SUM(Bid.price)": 0, "MAX(Bid.price)": 1, "COUNT(*)": 2}
-    assert pool["width"] == 5
+    assert pool["assigned"] == {"SUM(Bid.price)": 0, "MAX(Bid.bidtime)": 1, "COUNT(*)": 2,
+                                "AVG(CAST(Bid.price AS DOUBLE))": 3}
+    assert pool["shapes"] == ["SUM:m", "MAX:t", "COUNT", "AVG:d", GENERIC, GENERIC]
+    assert pool["width"] == 6
+
+
+def test_an_argument_of_unknown_type_gets_a_generic_slot() -> None:
+    signature = deployed(job("SUM(price), MAX(undeclared_fn(price))"))
+    assert signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]["shapes"] == [
+        "SUM:m", GENERIC, GENERIC, GENERIC]
 
 
 def test_reordering_keeps_every_slot_and_adding_takes_a_free_one() -> None:
@@ -51,12 +59,25 @@ def test_a_retired_slot_is_reused_only_once_no_open_window_can_hold_its_values()
     # The last window open at the retirement ends within delay (1 s) + size (10 min) of it.
     assert {r["slot"]: r["reusable_from_ms"] for r in pool["retired"]} == {
         1: retired_at + 1000 + 600_000, 2: retired_at + 1000 + 600_000, 3: retired_at + 1000 + 600_000}
-    wide = job("SUM(price), AVG(price), COUNT(price), MAX(bidtime), MIN(bidtime), COUNT(item)")
+    wide = job("SUM(price), AVG(price), COUNT(item), MAX(price), MIN(price), MIN(bidtime)")
     with pytest.raises(NoRoom, match="5 plain aggregate"):
         slots(wide, dropped, watermark=retired_at + 601_000 - 1)
     reused = slots(wide, dropped, watermark=retired_at + 601_000)
-    assert sorted(reused.values()) == [0, 1, 2, 3, 4, 5]
-    assert reused["SUM(Bid.price)"] == 0
+    # Each retired slot takes an aggregate of its own shape; the rest take the generic slots.
+    assert reused == {"SUM(Bid.price)": 0, "MAX(Bid.price)": 1, "MIN(Bid.price)": 2, "COUNT(Bid.item)": 3,
+                      "AVG(Bid.price)": 4, "MIN(Bid.bidtime)": 5}
+
+
+def test_a_free_shaped_slot_takes_only_an_aggregate_of_its_shape() -> None:
+    signature = deployed(job("SUM(price), MAX(price)", "SET 'stategate.state.slots' = '2';\n"))
+    dropped = state_signature(build(job("SUM(price)")), plan(build(job("SUM(price)")),
+                                                           JobLayout.from_signature(signature), {"select#1": 0}))
+    freed = {"select#1": 10**9}
+    assert plan(build(job("SUM(price), MAX(price)")), JobLayout.from_signature(dropped), freed) \
+        .pipelines["select#1"][0].plain.assigned == (("SUM(Bid.price)", 0), ("MAX(Bid.price)", 1))
+    with pytest.raises(NoRoom, match=r"only 1 of 2 plain slots are free .*none of them fits MIN\(Bid.bidtime\).*"
+                                     r"free: MAX:m"):
+        plan(build(job("SUM(price), MIN(bidtime)")), JobLayout.from_signature(dropped), freed)
 
 
 def test_a_change_that_does_not_fit_is_incompatible_before_deploy() -> None:
@@ -106,7 +127,7 @@ def test_a_job_without_text_aggregates_has_no_text_slots_unless_reserved() -> No
     assert text_slots(new, deployed(reserved)) == {"MAX(Bid.item)": 0}
 
 
-@pytest.mark.parametrize("layout", [LAYOUT_V1, "stategate-slots-v2"])
+@pytest.mark.parametrize("layout", [LAYOUT_V1, "stategate-slots-v2", "stategate-slots-v3"])
 def test_state_of_an_older_layout_is_refused_by_name(layout: str) -> None:
     sql = job("SUM(price)")
     report = compare_models(build(sql), build(sql), {"layout": layout, "pipelines": {}})

@@ -140,15 +140,16 @@ def test_a_retired_slot_is_free_to_the_gate_once_the_checkpoint_watermark_passed
     """The job's record says slot 1 held MAX(c) until a redeploy dropped it, and that no window open
     then can be read once the watermark reaches 1,000 ms; Spark's offset log gives the watermark."""
     from analyzer import build
-    from analyzer.layout import JobLayout, Pool, Retired, StageLayout
+    from analyzer.layout import GENERIC, JobLayout, Pool, Retired, StageLayout
     from analyzer.signature import state_signature
 
     narrow = "SET 'stategate.state.slots' = '2';\n"
     deployed_sql, new_sql = narrow + tvf("a, sum(b) AS s"), narrow + tvf("a, sum(b) AS s, count(*) AS n")
     deploy(tmp_path / "root", deployed_sql)
     checkpoint = tmp_path / "root" / "job" / "checkpoint"
-    plain = Pool(2, (("SUM(MyTable.b)", 0),), (Retired(1, "MAX(MyTable.c)", 1_000),))
-    layout = JobLayout({"select#1": (StageLayout(plain, Pool(0), Pool(0)),)})
+    # MyTable declares no column types: every slot is generic.
+    plain = Pool((GENERIC, GENERIC), (("SUM(MyTable.b)", 0),), (Retired(1, "MAX(MyTable.c)", 1_000),))
+    layout = JobLayout({"select#1": (StageLayout(plain, Pool(), Pool()),)})
     (checkpoint / "_stategate").mkdir()
     (checkpoint / "_stategate" / "signature.json").write_text(
         json.dumps(state_signature(build(deployed_sql), layout)))
@@ -162,4 +163,5 @@ def test_a_retired_slot_is_free_to_the_gate_once_the_checkpoint_watermark_passed
     assert ("stategate.layout.no-room" in rules) == (verdict == "INCOMPATIBLE")
     if verdict == "PARTIAL":
         slots = xcoms["deployment"]["signature"]["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
-        assert slots == {"width": 2, "assigned": {"SUM(MyTable.b)": 0, "COUNT(*)": 1}, "retired": []}
+        assert slots == {"width": 2, "shapes": [GENERIC, GENERIC], "assigned": {"SUM(MyTable.b)": 0, "COUNT(*)": 1},
+                         "retired": []}

@@ -60,12 +60,12 @@ def test_file_sink_is_exactly_once_across_a_crash(spark, tmp_path) -> None:
     # A crash after the batch wrote its file but before Spark committed it: the batch is replayed.
     commits = sorted((p for p in (checkpoint / "Totals" / "commits").iterdir() if p.name.isdigit()),
                      key=lambda p: int(p.name))
-    replayed = [c for c in commits if any(sink.glob(f"part-*-{int(c.name):012d}.parquet"))][-1]
+    replayed = [c for c in commits if any(sink.glob(f"part-*-{int(c.name):012d}-*.parquet"))][-1]
     replayed.unlink()
     replayed.with_name(f".{replayed.name}.crc").unlink(missing_ok=True)
     (sink / "_staging" / "batch-crashed").mkdir(parents=True)  # debris a killed writer leaves
     run(spark, job(source, sink), checkpoint)
-    assert read(sink) == expected, "a replayed batch replaces its file: no duplicate, no gap"
+    assert read(sink) == expected, "a replayed batch replaces its files: no duplicate, no gap"
 
 
 def test_the_job_runs_as_a_module(tmp_path) -> None:

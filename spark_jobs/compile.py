@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from analyzer.errors import SQLModelError
 from analyzer.lineage import source_column, window_column
-from analyzer.layout import GENERIC, TEXT, JobLayout, StageLayout
+from analyzer.layout import TEXT, JobLayout, StageLayout
 from analyzer.model import WINDOW_FIELDS, Aggregate, JobModel, Pipeline, Table, WindowAggregate, sql_key
 from spark_jobs import state
 from spark_jobs.connectors import read_stream, spark_type
@@ -159,7 +159,7 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
     data_type = projected.schema[value].dataType
     family = state.family_of(data_type, agg.function)
     shape = layout.pool(pool).shapes[index]
-    expected = shape.partition(":")[2] if shape != GENERIC else None
+    expected = shape.partition(":")[2] or None  # COUNT and generic slots take any family
     if not agg.distinct and ((family == state.TEXT) != (pool == TEXT) or expected not in (None, family)):
         # The analyzer placed the aggregate from the declared types; Spark's type disagrees.
         told = f"the declared columns make it {_FAMILY_NAMES[expected]}" if expected else \

@@ -56,7 +56,8 @@ WIDTH_SETTINGS = (SLOTS_SETTING, TEXT_SLOTS_SETTING, DISTINCT_SLOTS_SETTING)
 #: Pool names, as recorded.
 PLAIN, TEXT, DISTINCT = "plain", "text", "distinct"
 #: Generic slots at the first deploy, beside the shaped ones; text and distinct pools get the same
-#: headroom when the query has any. A generic plain slot is 9 buffer fields, a shaped one 1 or 2.
+#: headroom when the query has any. A generic plain slot is 4 buffer fields, a shaped one 1 or 2
+#: (``spark_jobs.state``); v3's slots were all generic, of 9.
 #: Measured on the TUMBLE benchmark job (1M bids, 3 aggregates, 10 micro-batches, query time):
 #: 23.4 s with the 51 buffer fields of five generic slots, 20.1 s with only the 4 the aggregates
 #: use, 15 s for Spark's own aggregation. Text fields cost more: with one text field in the buffer

@@ -9,21 +9,22 @@ new one starts from zero) and reordering is FULL.
 Here the streaming aggregation's buffer never depends on the query. It is a fixed number of
 *slots*, and every aggregate of the query lives in the slot that :mod:`analyzer.layout` assigned to
 its identity (recorded beside the checkpoint, with each slot's shape). A slot shaped for one
-aggregate has only that aggregate's fields (``SUM:m`` is ``sm<i>``); a generic slot, the headroom
-for aggregates added later, has all of them::
+aggregate has only that aggregate's fields (``SUM:m`` is ``x<i>``); a generic slot, the headroom
+for aggregates added later, has all of its pool's (:data:`_STEMS`)::
 
     key:   k0..kn (group keys, by position), gs (grouping set), w (slice)
-    value: n                                   rows of the group (shapes sessions and windows)
-           c<i>                                values counted by plain slot i (COUNT, AVG)
-           sm<i>, sd<i>                        sums: exact numbers (decimal(38,18)), floating
-           lo<f><i>, hi<f><i>                  min / max per family f: m, d, t (time)
-           los<k>, his<k>                      text slot k: min / max of text
-           dv<j>                               distinct slot j: the set of values, as text
+    value: n          rows of the group (shapes sessions and windows)
+           c<i>       values counted by plain slot i (COUNT, AVG)
+           x<i>       the exact sum (decimal(38,18)) of plain slot i (SUM, AVG)
+           d<i>       floating point: the sum, MIN or MAX of plain slot i
+           o<i>       the exact MIN or MAX of plain slot i (times as microseconds)
+           s<k>       text slot k: MIN or MAX of text
+           dv<j>      distinct slot j: the set of values, as text
 
 A field no aggregate reads is never updated (its FILTER never holds), so adding an aggregate to a
-free slot starts it from zero in every open window; a dropped aggregate's slot is retired until no open window can
-still hold its values (``analyzer.layout``). Group keys stay positional: changing or reordering them
-is INCOMPATIBLE by the rules, and the checkpoint guard refuses those restarts.
+free slot starts it from zero in every open window; a dropped aggregate's slot is retired until no
+open window can still hold its values (``analyzer.layout``). Group keys stay positional: changing
+or reordering them is INCOMPATIBLE by the rules, and the checkpoint guard refuses those restarts.
 
 Every field is an aggregate with a FILTER (:func:`accumulate`): a row touches only the fields its
 aggregates use. Measured (1M bids, 500 keys, TUMBLE 1 min, 3 aggregates, local[2], issue #11):
@@ -31,8 +32,8 @@ the same 8,866 state rows as Spark's own aggregation (layout v1, which unpivoted
 state row per aggregate, kept four times as many). What the layout still costs is the width of its
 rows, in every state operator and in the code Spark generates for them: per 100k-row micro-batch
 (Spark's event log) the first stage took 382 ms and the state stage 521 ms with v3's 51 fields
-(every slot generic), against 201 ms and 406 ms for Spark's own 4; hence shaped slots. A
-text field in the buffer stops Spark's hash aggregation (it plans a sort-based one: 31 s instead of
+(every slot generic), against 201 ms and 406 ms for Spark's own 4; hence shaped slots and
+four-field generic ones. A text field in the buffer stops Spark's hash aggregation (it plans a sort-based one: 31 s instead of
 23 s for the whole job), so text MIN/MAX has slots of its own. Integers and decimals share the
 exact family (a long fits decimal(38,18)); its sums run on Java's BigDecimal, as Spark's own
 decimal sums past 18 digits do.
@@ -59,15 +60,8 @@ from analyzer.value_types import EXACT, FLOATING, TEXT, TIME
 #: of its own and so starts from zero when it is added, as the PARTIAL verdict promises.
 ROWS = "n"
 
-#: Value families (as the analyzer tells them) and the type of their fields.
-FAMILIES: dict[str, T.DataType] = {
-    EXACT: T.DecimalType(38, 18),
-    FLOATING: T.DoubleType(),
-    TEXT: T.StringType(),
-    TIME: T.TimestampType(),
-}
-SUMMABLE = (EXACT, FLOATING)
-ORDERED = (EXACT, FLOATING, TIME)  # the MIN/MAX families of a plain slot
+#: The type sums are kept in, per summable value family (as the analyzer tells them).
+SUM_TYPES: dict[str, T.DataType] = {EXACT: T.DecimalType(38, 18), FLOATING: T.DoubleType()}
 SUPPORTED = ("COUNT", "SUM", "MIN", "MAX", "AVG")
 
 
@@ -143,43 +137,59 @@ def accumulate(layout: StageLayout, slots: Sequence[Slot], ts: str) -> list[Colu
 
 @dataclass(frozen=True)
 class _Field:
-    """One buffer field: its name, aggregate function and type, and the slot reading it (if any)."""
+    """One buffer field: its name, the aggregate function updating it, the SQL type it
+    aggregates, and the slot it holds (if any)."""
 
     name: str
     function: str
     sql_type: str
     slot: Slot | None
-    shapes: tuple[str, ...] = ()  # the slot shapes (analyzer.layout) that have this field
+
+
+#: The fields a slot can have, per pool: name stem → (SQL type aggregated, the function of the field
+#: while no aggregate holds it, the slot shapes that have it). One field serves every function of its
+#: type (a double field is a SUM, MIN or MAX): Spark's state schema check compares field types, not
+#: names (verified: a checkpoint of max(double) restarts with min, then sum), and a field changes
+#: function only in a free slot, which no stored state holds. Times are kept as microseconds in the
+#: exact type, so a generic slot is four fields, not nine.
+_DECIMAL = SUM_TYPES[EXACT].simpleString()
+_STEMS: dict[str, dict[str, tuple[str, str, tuple[str, ...]]]] = {
+    PLAIN: {
+        "c": ("int", "count", ("COUNT", "AVG:m", "AVG:d")),
+        "x": (_DECIMAL, "sum", ("SUM:m", "AVG:m")),
+        "d": ("double", "sum", ("SUM:d", "AVG:d", "MIN:d", "MAX:d")),
+        "o": (_DECIMAL, "max", ("MIN:m", "MAX:m", "MIN:t", "MAX:t")),
+    },
+    TEXT_POOL: {"s": ("string", "max", ("MIN:s", "MAX:s"))},
+    DISTINCT: {"dv": ("string", "collect_set", (GENERIC,))},
+}
+
+
+def slot_fields(slot: Slot) -> list[tuple[str, str]]:
+    """``(buffer field, aggregate function)`` of each field an aggregate updates and reads."""
+    i, function = slot.index, slot.function.lower()
+    if slot.distinct:
+        return [(f"dv{i}", "collect_set")]
+    if slot.pool == TEXT_POOL:
+        return [(f"s{i}", function)]
+    counted = [(f"c{i}", "count")] if function in ("count", "avg") else []
+    if function == "count":
+        return counted
+    value = f"d{i}" if slot.family == FLOATING else f"x{i}" if function in ("sum", "avg") else f"o{i}"
+    return counted + [(value, "sum" if function == "avg" else function)]
 
 
 def _buffer(layout: StageLayout, slots: dict[tuple[str, int], Slot]) -> list[_Field]:
     fields = [_Field(ROWS, "count", "int", None)]
-    for i, shape in enumerate(layout.plain.shapes):
-        fields += [f for f in _plain_slot(i, slots.get((PLAIN, i))) if shape in (GENERIC, *f.shapes)]
-    for k, shape in enumerate(layout.text.shapes):
-        fields += [f for f in _ordered(k, (TEXT,), slots.get((TEXT_POOL, k))) if shape in (GENERIC, *f.shapes)]
-    for j in range(layout.distinct.width):
-        fields.append(_Field(f"dv{j}", "collect_set", "string", slots.get((DISTINCT, j))))
+    for pool, stems in _STEMS.items():
+        for i, shape in enumerate(layout.pool(pool).shapes):
+            slot = slots.get((pool, i))
+            held = dict(slot_fields(slot)) if slot else {}
+            for stem, (sql_type, free, shapes) in stems.items():
+                if shape == GENERIC or shape in shapes:
+                    name = f"{stem}{i}"
+                    fields.append(_Field(name, held.get(name, free), sql_type, slot if name in held else None))
     return fields
-
-
-def _plain_slot(i: int, slot: Slot | None) -> list[_Field]:
-    """Every field a plain slot can have, each with the shapes that read it."""
-    counts = slot is not None and slot.function in ("COUNT", "AVG")
-    fields = [_Field(f"c{i}", "count", "int", slot if counts else None, ("COUNT", "AVG:m", "AVG:d"))]
-    for family in SUMMABLE:
-        sums = slot is not None and slot.function in ("SUM", "AVG") and slot.family == family
-        fields.append(_Field(f"s{family}{i}", "sum", _SQL_TYPES[family], slot if sums else None,
-                             (f"SUM:{family}", f"AVG:{family}")))
-    return fields + _ordered(i, ORDERED, slot)
-
-
-def _ordered(index: int, families: Sequence[str], slot: Slot | None) -> list[_Field]:
-    """MIN and MAX fields of one slot, per family."""
-    return [_Field(f"{op}{family}{index}", function.lower(), _SQL_TYPES[family],
-                   slot if slot and slot.function == function and slot.family == family else None,
-                   (f"{function}:{family}",))
-            for family in families for op, function in (("lo", "MIN"), ("hi", "MAX"))]
 
 
 def _field(field: _Field, ts: str, tag: int) -> Column:
@@ -193,14 +203,14 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
     if slot is None:
         argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
         return F.expr(f"{field.function}({argument}) FILTER (WHERE `{ts}` = {never})").alias(field.name)
-    argument = "1" if field.function == "count" else f"CAST(`{slot.value}` AS {field.sql_type})"
+    value = f"unix_micros(CAST(`{slot.value}` AS TIMESTAMP))" if slot.family == TIME else f"`{slot.value}`"
+    argument = "1" if field.function == "count" else f"CAST({value} AS {field.sql_type})"
     return F.expr(f"{field.function}({argument}) FILTER (WHERE {_counted(slot)} AND `{ts}` <> {never})") \
         .alias(field.name)
 
 
 #: No record has this event time: the instant after which :func:`_field` tags its guards.
 _NEVER = datetime(1, 1, 1)
-_SQL_TYPES = {family: data_type.simpleString() for family, data_type in FAMILIES.items()}
 
 
 def _counted(slot: Slot) -> str:
@@ -217,38 +227,27 @@ def combine(slots: Sequence[Slot]) -> list[Column]:
     aggregates read (a window is emitted once, so its row needs no fixed schema)."""
     columns = [F.sum(ROWS).alias(ROWS)]
     for slot in slots:
-        columns += [combined(name) for name in fields_of(slot)]
+        columns += [_merged(name, function) for name, function in slot_fields(slot)]
     return columns
 
 
 def fields_of(slot: Slot) -> list[str]:
     """The buffer fields an aggregate reads."""
-    i, family = slot.index, slot.family
-    if slot.distinct:
-        return [f"dv{i}"]
-    if slot.function == "COUNT":
-        return [f"c{i}"]
-    if slot.function == "SUM":
-        return [f"s{family}{i}"]
-    if slot.function == "AVG":
-        return [f"c{i}", f"s{family}{i}"]
-    return [f"{'lo' if slot.function == 'MIN' else 'hi'}{family}{i}"]
+    return [name for name, _ in slot_fields(slot)]
 
 
-def combined(name: str) -> Column:
-    """A field of several buffers merged into one, by what the field holds."""
-    if name.startswith("dv"):
+def _merged(name: str, function: str) -> Column:
+    """A field of several buffers merged into one, by the function that filled it."""
+    if function == "collect_set":
         return F.array_distinct(F.flatten(F.collect_list(name))).alias(name)
-    if name.startswith("lo"):
-        return F.min(name).alias(name)
-    if name.startswith("hi"):
-        return F.max(name).alias(name)
+    if function in ("min", "max"):
+        return getattr(F, function)(name).alias(name)
     return F.sum(name).alias(name)
 
 
 def final_value(slot: Slot) -> Column:
     """The aggregate's result for an emitted window, from its slot, typed as Flink types it."""
-    function, family = slot.function, slot.family
+    function = slot.function
     if slot.distinct:
         values = F.transform(F.col(f"dv{slot.index}"), lambda x: x.cast(_value_type(slot)))
         if function == "COUNT":
@@ -261,18 +260,19 @@ def final_value(slot: Slot) -> Column:
         if function == "AVG":
             return _cast(total / F.size(values), slot)
         return _cast(F.array_min(values) if function == "MIN" else F.array_max(values), slot)
-    i = slot.index
+    fields = fields_of(slot)
     if function == "COUNT":
-        return F.coalesce(F.col(f"c{i}"), F.lit(0)).cast("long")
-    if function == "SUM":
-        return _cast(F.col(f"s{family}{i}"), slot)
+        return F.coalesce(F.col(fields[0]), F.lit(0)).cast("long")
+    value = F.col(fields[-1])
     if function == "AVG":
-        return _cast(F.col(f"s{family}{i}") / F.col(f"c{i}"), slot)
-    return _cast(F.col(f"{'lo' if function == 'MIN' else 'hi'}{family}{i}"), slot)
+        return _cast(value / F.col(fields[0]), slot)
+    if slot.family == TIME:
+        value = F.timestamp_micros(value.cast("long"))
+    return _cast(value, slot)
 
 
 def _value_type(slot: Slot) -> T.DataType:
-    return FAMILIES[slot.family] if slot.family in SUMMABLE else slot.input_type
+    return SUM_TYPES.get(slot.family, slot.input_type)
 
 
 def _cast(value: Column, slot: Slot) -> Column:

@@ -236,18 +236,17 @@ def _finalizer(pipeline: Pipeline, stage: Stage, sink: Table | None) -> Callable
                (end - F.expr("INTERVAL 1 MILLISECOND")).alias("window_time")]
     exists = F.col(state.ROWS) > 0
     result = [column.alias(name) for name, column in outputs]
-    rank = None
+    top: tuple[Column, Column] | None = None  # the rank of a row, and whether it is kept
     if topn is not None:
         order = [to_column(k.expr, mapping).desc() if d == "DESC" else to_column(k.expr, mapping).asc()
                  for k, d in topn.order_keys]
         spec = SparkWindow.partitionBy(*[to_column(k.expr, mapping) for k in topn.partition_keys]).orderBy(*order)
-        rank = F.row_number().over(spec)
-        ranked = F.col("_rank") <= topn.limit
+        top = F.row_number().over(spec), F.col("_rank") <= topn.limit
 
     def finalize(batch: DataFrame) -> DataFrame:
         pivot = batch.where(exists).select(*windows)
-        if rank is not None:
-            pivot = pivot.withColumn("_rank", rank).where(ranked)
+        if top is not None:
+            pivot = pivot.withColumn("_rank", top[0]).where(top[1])
         return pivot.select(*result)
 
     return finalize

@@ -5,11 +5,11 @@ restart from its checkpoint after the change (FULL / PARTIAL), must clear its st
 or needs a human (UNKNOWN).
 """
 
-from analyzer.build import build, build_file
-from analyzer.compare import compare, compare_models
-from analyzer.errors import SQLModelError
-from analyzer.model import JobModel
-from analyzer.report import AggregatePlan, Finding, Report, Verdict
+from stategate.analyzer.build import build, build_file
+from stategate.analyzer.compare import compare, compare_models
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.model import JobModel
+from stategate.analyzer.report import AggregatePlan, Finding, Report, Verdict
 
 __all__ = [
     "AggregatePlan",

@@ -14,11 +14,11 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokens import Token, TokenType
 
-from analyzer.dialect import Flink, FunctionLanguage
-from analyzer.errors import SQLModelError
-from analyzer.intervals import interval_ms
-from analyzer.lineage import Relation, Resolver, source_column
-from analyzer.model import Column, Function, JobModel, Output, Pipeline, Resolved, Table, View
+from stategate.analyzer.dialect import Flink, FunctionLanguage
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.intervals import interval_ms
+from stategate.analyzer.lineage import Relation, Resolver, source_column
+from stategate.analyzer.model import Column, Function, JobModel, Output, Pipeline, Resolved, Table, View
 
 _DIALECT = Flink()
 

@@ -15,10 +15,10 @@ import json
 import sys
 from typing import Sequence
 
-from analyzer.build import build_file
-from analyzer.compare import compare_models
-from analyzer.errors import SQLModelError
-from analyzer.report import Verdict
+from stategate.analyzer.build import build_file
+from stategate.analyzer.compare import compare_models
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.report import Verdict
 
 EXIT_OK, EXIT_FAIL_ON, EXIT_INVALID = 0, 1, 2
 

@@ -6,12 +6,12 @@ from dataclasses import replace
 
 from typing import Any, Mapping
 
-from analyzer.build import build
-from analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
-from analyzer.model import JobModel, Pipeline, WindowAggregate
-from analyzer.report import AggregatePlan, Finding, Report, Verdict
-from analyzer.rules import coverage, group_window, shared, window_topn, window_tvf
-from analyzer.rules.shared import FULL, UNKNOWN, Change
+from stategate.analyzer.build import build
+from stategate.analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
+from stategate.analyzer.model import JobModel, Pipeline, WindowAggregate
+from stategate.analyzer.report import AggregatePlan, Finding, Report, Verdict
+from stategate.analyzer.rules import coverage, group_window, shared, window_topn, window_tvf
+from stategate.analyzer.rules.shared import FULL, UNKNOWN, Change
 
 
 def compare(old_sql: str, new_sql: str, *, old_source: str = "old", new_source: str = "new") -> Report:

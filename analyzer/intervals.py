@@ -6,7 +6,7 @@ import re
 
 from sqlglot import exp
 
-from analyzer.errors import SQLModelError
+from stategate.analyzer.errors import SQLModelError
 
 _UNIT_MS = {
     "MILLISECOND": 1,

@@ -40,9 +40,9 @@ import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from analyzer.errors import SQLModelError
-from analyzer.model import Aggregate, JobModel, WindowAggregate
-from analyzer.value_types import family, is_text
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.model import Aggregate, JobModel, WindowAggregate
+from stategate.analyzer.value_types import family, is_text
 
 #: Layout names as recorded beside the state. v1 stored one state row per aggregate (unpivoted);
 #: v2 kept string MIN/MAX fields in every plain slot; v3 gave every slot the fields of every shape.

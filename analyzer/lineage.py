@@ -18,17 +18,17 @@ from typing import Callable, Mapping
 
 from sqlglot import exp
 
-from analyzer.dialect import (
+from stategate.analyzer.dialect import (
     Descriptor,
     GroupWindow,
     GroupWindowAuxiliary,
     LateralTable,
     WindowTVF,
 )
-from analyzer.errors import SQLModelError
-from analyzer.intervals import interval_ms
-from analyzer.windows import WindowKind
-from analyzer.model import (
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.intervals import interval_ms
+from stategate.analyzer.windows import WindowKind
+from stategate.analyzer.model import (
     UDTF_MARKER,
     WINDOW_FIELDS,
     WINDOW_MARKER,

@@ -15,8 +15,8 @@ from typing import Mapping
 
 from sqlglot import exp
 
-from analyzer.dialect import Flink
-from analyzer.windows import WindowKind
+from stategate.analyzer.dialect import Flink
+from stategate.analyzer.windows import WindowKind
 
 #: Table marker of resolved window attribute columns (``$window1.window_start``); the number is the
 #: window's nesting level so a cascaded window's attributes never collide with the outer one's.

@@ -5,8 +5,8 @@ beside a checkpoint and the deployment record both say where each aggregate's st
 
 from __future__ import annotations
 
-from analyzer.layout import LAYOUT, JobLayout
-from analyzer.model import JobModel
+from stategate.analyzer.layout import LAYOUT, JobLayout
+from stategate.analyzer.model import JobModel
 
 
 def state_signature(model: JobModel, layout: JobLayout) -> dict:

@@ -11,8 +11,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.optimizer.annotate_types import annotate_types
 
-from analyzer.dialect import Flink
-from analyzer.model import JobModel
+from stategate.analyzer.dialect import Flink
+from stategate.analyzer.model import JobModel
 
 #: Flink's built-in functions that return STRING and that sqlglot cannot type on its own.
 TEXT_FUNCTIONS = frozenset({

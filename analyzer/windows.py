@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from math import gcd
 from typing import ClassVar
 
-from analyzer.errors import SQLModelError
+from stategate.analyzer.errors import SQLModelError
 
 
 def format_ms(ms: int) -> str:

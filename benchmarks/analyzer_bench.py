@@ -19,8 +19,8 @@ import sqlglot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from analyzer import compare  # noqa: E402
-from analyzer.dialect import Flink  # noqa: E402
+from stategate.analyzer import compare  # noqa: E402
+from stategate.analyzer.dialect import Flink  # noqa: E402
 from tests.analyzer.seed_cases import ALL  # noqa: E402
 
 TARGET_MS = 20.0

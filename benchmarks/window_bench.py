@@ -29,7 +29,6 @@ from datetime import datetime, timedelta
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT))
 
 START = datetime(2026, 1, 1)
 SCHEMA = "bidtime TIMESTAMP, price DECIMAL(10, 2), supplier STRING"
@@ -131,8 +130,8 @@ def child(engine: str, case: Case, source: Path, work: Path) -> None:
     """Run one engine on one case in this process and print its figures as JSON."""
     from pyspark.sql import functions as F
 
-    from spark_jobs.job import run
-    from spark_jobs.session import get_session
+    from stategate.spark_jobs.job import run
+    from stategate.spark_jobs.session import get_session
 
     spark = get_session(f"bench-{engine}")
     spark.sparkContext.setLogLevel("ERROR")

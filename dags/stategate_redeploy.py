@@ -26,11 +26,11 @@ from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOpe
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG, Param
 
-import spark_jobs
-from provider.operators.approval import StateApprovalOperator
-from provider.operators.clear_state import ClearStateOperator
-from provider.operators.gate import StateGateOperator
-from provider.operators.record import RecordDeploymentOperator, ReleaseLockOperator
+from stategate import spark_jobs
+from stategate.provider.operators.approval import StateApprovalOperator
+from stategate.provider.operators.clear_state import ClearStateOperator
+from stategate.provider.operators.gate import StateGateOperator
+from stategate.provider.operators.record import RecordDeploymentOperator, ReleaseLockOperator
 
 APPLICATION = str(Path(spark_jobs.__file__).with_name("__main__.py"))
 DEMO = Path(__file__).with_name("stategate_demo")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from provider import __version__
+from stategate.provider import __version__
 
 
 def get_provider_info() -> dict:
@@ -24,13 +24,13 @@ def get_provider_info() -> dict:
             {
                 "integration-name": "stategate",
                 "python-modules": [
-                    "provider.operators.gate",
-                    "provider.operators.approval",
-                    "provider.operators.clear_state",
-                    "provider.operators.record",
+                    "stategate.provider.operators.gate",
+                    "stategate.provider.operators.approval",
+                    "stategate.provider.operators.clear_state",
+                    "stategate.provider.operators.record",
                 ],
             }
         ],
-        "hooks": [{"integration-name": "stategate", "python-modules": ["provider.hooks.deployment"]}],
-        "notifications": ["provider.notifiers.log.LogVerdictNotifier"],
+        "hooks": [{"integration-name": "stategate", "python-modules": ["stategate.provider.hooks.deployment"]}],
+        "notifications": ["stategate.provider.notifiers.log.LogVerdictNotifier"],
     }

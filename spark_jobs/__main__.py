@@ -1,6 +1,6 @@
-"""``python -m spark_jobs run --sql JOB.sql --checkpoint DIR``; also the spark-submit application.
+"""``python -m stategate.spark_jobs run --sql JOB.sql --checkpoint DIR``; also the spark-submit application.
 
-    spark-submit spark_jobs/__main__.py run --sql job.sql --checkpoint /state/job/checkpoint
+    spark-submit <site-packages>/stategate/spark_jobs/__main__.py run --sql job.sql --checkpoint /state/job/checkpoint
 
 Exit status: 0 when the job ran (or, with a processing-time trigger, was stopped); 2 on invalid
 SQL; 3 when the checkpoint guard refused to start.
@@ -13,19 +13,15 @@ import logging
 import sys
 from pathlib import Path
 
-if __package__ in (None, ""):
-    # Run as a file by spark-submit: make the project's packages importable.
-    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
-
-from analyzer import Verdict  # noqa: E402
-from analyzer.errors import SQLModelError  # noqa: E402
-from spark_jobs.guard import CheckpointRefused  # noqa: E402
+from stategate.analyzer import Verdict
+from stategate.analyzer.errors import SQLModelError
+from stategate.spark_jobs.guard import CheckpointRefused
 
 EXIT_INVALID, EXIT_REFUSED = 2, 3
 
 
 def _parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="python -m spark_jobs")
+    parser = argparse.ArgumentParser(prog="python -m stategate.spark_jobs")
     commands = parser.add_subparsers(dest="command", required=True)
     run = commands.add_parser("run", help="run a job script on Spark Structured Streaming")
     run.add_argument("--sql", required=True, help="the job script (CREATE TABLE ..., INSERT INTO ...)")
@@ -47,7 +43,7 @@ def read_sql(spark, location: str) -> str:
         return Path(location.removeprefix("file://")).read_text(encoding="utf-8")
     from py4j.protocol import Py4JJavaError
 
-    from spark_jobs.storage import HadoopStorage
+    from stategate.spark_jobs.storage import HadoopStorage
 
     try:
         return HadoopStorage(spark).read_text(location)
@@ -58,8 +54,8 @@ def read_sql(spark, location: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from spark_jobs.job import run
-    from spark_jobs.session import get_session
+    from stategate.spark_jobs.job import run
+    from stategate.spark_jobs.session import get_session
 
     spark = get_session(f"stategate:{Path(args.sql).stem}", master=args.master)
     try:

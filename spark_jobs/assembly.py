@@ -35,11 +35,11 @@ from typing import Sequence
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from analyzer.layout import watermark_of_offset_log
-from spark_jobs import state
-from spark_jobs.slicing import SharedSlices
-from spark_jobs.state import Slot
-from spark_jobs.storage import HadoopStorage
+from stategate.analyzer.layout import watermark_of_offset_log
+from stategate.spark_jobs import state
+from stategate.spark_jobs.slicing import SharedSlices
+from stategate.spark_jobs.state import Slot
+from stategate.spark_jobs.storage import HadoopStorage
 
 #: Beside a query's checkpoint files: the retained slices, one snapshot per micro-batch.
 SLICES_DIR = "stategate-slices"

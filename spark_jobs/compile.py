@@ -23,16 +23,16 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from analyzer.errors import SQLModelError
-from analyzer.lineage import source_column, window_column
-from analyzer.layout import TEXT, JobLayout, StageLayout
-from analyzer.model import WINDOW_FIELDS, Aggregate, JobModel, Pipeline, Table, WindowAggregate, sql_key
-from spark_jobs import state
-from spark_jobs.connectors import read_stream, spark_type
-from spark_jobs.expressions import to_column
-from spark_jobs.assembly import WindowAssembler
-from spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
-from spark_jobs.state import Slot
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.lineage import source_column, window_column
+from stategate.analyzer.layout import TEXT, JobLayout, StageLayout
+from stategate.analyzer.model import WINDOW_FIELDS, Aggregate, JobModel, Pipeline, Table, WindowAggregate, sql_key
+from stategate.spark_jobs import state
+from stategate.spark_jobs.connectors import read_stream, spark_type
+from stategate.spark_jobs.expressions import to_column
+from stategate.spark_jobs.assembly import WindowAssembler
+from stategate.spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
+from stategate.spark_jobs.state import Slot
 
 KEY = "k{}"
 

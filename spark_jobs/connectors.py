@@ -29,10 +29,10 @@ from typing import Callable
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from analyzer.errors import SQLModelError
-from analyzer.model import Table
-from spark_jobs import failpoints
-from spark_jobs.storage import HadoopStorage
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.model import Table
+from stategate.spark_jobs import failpoints
+from stategate.spark_jobs.storage import HadoopStorage
 
 FILE_FORMATS = ("csv", "json", "parquet")
 #: How file sinks write timestamps: Flink's SQL form. Sources give no pattern: Spark's

@@ -13,8 +13,8 @@ from pyspark.sql import Column as SparkColumn
 from pyspark.sql import functions as F
 from sqlglot import exp
 
-from analyzer.errors import SQLModelError
-from analyzer.model import sql_key
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.model import sql_key
 
 
 def to_spark_sql(expr: exp.Expression, columns: Mapping[str, str]) -> str:

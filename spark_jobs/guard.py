@@ -20,12 +20,12 @@ import json
 from dataclasses import dataclass
 from datetime import datetime, timezone
 
-from analyzer import JobModel, Report, Verdict, build, compare_models
-from analyzer.errors import SQLModelError
-from analyzer.layout import LAYOUT_V1, JobLayout, plan, watermark_of_offset_log
-from analyzer.signature import state_signature
-from spark_jobs import RECORD_DIR, query_dir_name
-from spark_jobs.storage import HadoopStorage
+from stategate.analyzer import JobModel, Report, Verdict, build, compare_models
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.layout import LAYOUT_V1, JobLayout, plan, watermark_of_offset_log
+from stategate.analyzer.signature import state_signature
+from stategate.spark_jobs import RECORD_DIR, query_dir_name
+from stategate.spark_jobs.storage import HadoopStorage
 
 
 def query_dir(checkpoint: str, pipeline: str) -> str:

@@ -11,11 +11,11 @@ from typing import Callable, Mapping
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
-from analyzer import Report, SQLModelError, Verdict, build
-from spark_jobs.compile import CompiledPipeline, compile_pipeline
-from spark_jobs.connectors import BatchWriter, batch_writer
-from spark_jobs.guard import CheckpointGuard, query_dir
-from spark_jobs.storage import HadoopStorage
+from stategate.analyzer import Report, SQLModelError, Verdict, build
+from stategate.spark_jobs.compile import CompiledPipeline, compile_pipeline
+from stategate.spark_jobs.connectors import BatchWriter, batch_writer
+from stategate.spark_jobs.guard import CheckpointGuard, query_dir
+from stategate.spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.job")
 

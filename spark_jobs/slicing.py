@@ -23,8 +23,8 @@ from dataclasses import dataclass
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
-from analyzer.model import Window
-from analyzer.windows import Session, SharedKind, SlicedKind
+from stategate.analyzer.model import Window
+from stategate.analyzer.windows import Session, SharedKind, SlicedKind
 
 
 def _duration(ms: int) -> str:

@@ -49,11 +49,11 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from analyzer.errors import SQLModelError
-from analyzer.layout import DISTINCT, GENERIC, PLAIN, StageLayout
-from analyzer.layout import TEXT as TEXT_POOL
-from analyzer.model import Aggregate
-from analyzer.value_types import EXACT, FLOATING, TEXT, TIME
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.layout import DISTINCT, GENERIC, PLAIN, StageLayout
+from stategate.analyzer.layout import TEXT as TEXT_POOL
+from stategate.analyzer.model import Aggregate
+from stategate.analyzer.value_types import EXACT, FLOATING, TEXT, TIME
 
 #: The internal row count every layout keeps, whatever the query's aggregates: it says which
 #: (key, window) groups exist and shapes sessions. It is not the user's COUNT(*), which has a slot

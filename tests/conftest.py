@@ -12,7 +12,7 @@ os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 
 @pytest.fixture(scope="session")
 def spark():
-    from spark_jobs.session import get_session
+    from stategate.spark_jobs.session import get_session
 
     session = get_session("stategate-tests", master="local[2]")
     yield session

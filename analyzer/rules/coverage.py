@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from sqlglot import exp
 
-from analyzer.layout import WIDTH_SETTINGS
-from analyzer.model import JobModel, Pipeline, Table, WindowAggregate
-from analyzer.report import Finding
-from analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
+from stategate.analyzer.layout import WIDTH_SETTINGS
+from stategate.analyzer.model import JobModel, Pipeline, Table, WindowAggregate
+from stategate.analyzer.report import Finding
+from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
 
 PREFIX = "stategate"
 

@@ -7,9 +7,9 @@ window properties) get seed 001's effect, which is the conservative reading.
 
 from __future__ import annotations
 
-from analyzer.report import Finding
-from analyzer.rules import shared, window_tvf
-from analyzer.rules.shared import FULL, Change
+from stategate.analyzer.report import Finding
+from stategate.analyzer.rules import shared, window_tvf
+from stategate.analyzer.rules.shared import FULL, Change
 
 PREFIX = "group-window"
 

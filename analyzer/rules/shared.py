@@ -11,9 +11,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
-from analyzer.model import Aggregate, GroupKey, JobModel, Pipeline, Window, WindowAggregate
-from analyzer.windows import format_ms
-from analyzer.report import AggregatePlan, Finding, Verdict
+from stategate.analyzer.model import Aggregate, GroupKey, JobModel, Pipeline, Window, WindowAggregate
+from stategate.analyzer.windows import format_ms
+from stategate.analyzer.report import AggregatePlan, Finding, Verdict
 
 FULL, PARTIAL, UNKNOWN, INCOMPATIBLE = Verdict.FULL, Verdict.PARTIAL, Verdict.UNKNOWN, Verdict.INCOMPATIBLE
 

@@ -6,10 +6,10 @@ that changes the rows fed to ROW_NUMBER (aggregates, keys in any order) breaks t
 
 from __future__ import annotations
 
-from analyzer.model import TopN
-from analyzer.report import Finding
-from analyzer.rules import shared, window_tvf
-from analyzer.rules.shared import FULL, INCOMPATIBLE, Change
+from stategate.analyzer.model import TopN
+from stategate.analyzer.report import Finding
+from stategate.analyzer.rules import shared, window_tvf
+from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, Change
 
 PREFIX = "window-topn"
 

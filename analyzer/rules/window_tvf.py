@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from analyzer.model import WindowAggregate
-from analyzer.report import Finding
-from analyzer.rules import shared
-from analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
+from stategate.analyzer.model import WindowAggregate
+from stategate.analyzer.report import Finding
+from stategate.analyzer.rules import shared
+from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
 
 PREFIX = "window-tvf"
 

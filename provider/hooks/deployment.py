@@ -31,8 +31,8 @@ from typing import Any, Callable, Iterator
 
 from airflow.sdk import BaseHook, ObjectStoragePath
 
-from analyzer.layout import watermark_of_offset_log
-from spark_jobs import RECORD_DIR, query_dir_name
+from stategate.analyzer.layout import watermark_of_offset_log
+from stategate.spark_jobs import RECORD_DIR, query_dir_name
 
 _JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
 #: How Spark spells the same store: Hadoop's S3 connector is ``s3a``.

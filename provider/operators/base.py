@@ -6,7 +6,7 @@ from typing import Any, Sequence
 
 from airflow.sdk import BaseOperator
 
-from provider.hooks.deployment import DeploymentHook
+from stategate.provider.hooks.deployment import DeploymentHook
 
 
 class JobRootOperator(BaseOperator):

@@ -6,8 +6,8 @@ from typing import Any, Sequence
 
 from airflow.sdk.exceptions import AirflowFailException
 
-from provider.hooks.deployment import StateGateError
-from provider.operators.base import JobRootOperator
+from stategate.provider.hooks.deployment import StateGateError
+from stategate.provider.operators.base import JobRootOperator
 
 
 class ClearStateOperator(JobRootOperator):

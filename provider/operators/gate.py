@@ -11,11 +11,11 @@ from airflow.providers.standard.operators.branch import BaseBranchOperator
 from airflow.sdk import BaseNotifier
 from airflow.sdk.exceptions import AirflowFailException, AirflowRuntimeError
 
-from analyzer import Finding, JobModel, Report, SQLModelError, Verdict, build, compare_models
-from analyzer.layout import JobLayout, NoRoom, plan
-from analyzer.signature import state_signature
-from provider.hooks.deployment import DeploymentHook, StateGateError
-from provider.notifiers.log import LogVerdictNotifier
+from stategate.analyzer import Finding, JobModel, Report, SQLModelError, Verdict, build, compare_models
+from stategate.analyzer.layout import JobLayout, NoRoom, plan
+from stategate.analyzer.signature import state_signature
+from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
+from stategate.provider.notifiers.log import LogVerdictNotifier
 
 ON_UNKNOWN = ("approve", "clear_state", "fail")
 

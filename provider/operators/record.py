@@ -5,7 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
-from provider.operators.base import JobRootOperator
+from stategate.provider.operators.base import JobRootOperator
 
 
 class RecordDeploymentOperator(JobRootOperator):

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from analyzer import SQLModelError, Verdict, build, compare_models
-from analyzer.cli import main as cli_main
-from analyzer.dialect import Flink
+from stategate.analyzer import SQLModelError, Verdict, build, compare_models
+from stategate.analyzer.cli import main as cli_main
+from stategate.analyzer.dialect import Flink
 from tests.analyzer.seed_cases import ALL
 
 REPO = Path(__file__).resolve().parents[2]

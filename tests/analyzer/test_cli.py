@@ -18,7 +18,7 @@ NEW = legacy("a, SUM(b), MAX(c), COUNT(c)")
 
 def run(*args: str) -> subprocess.CompletedProcess:
     exe = shutil.which("stategate", path=str(Path(sys.executable).parent))
-    command = [exe] if exe else [sys.executable, "-m", "analyzer.cli"]
+    command = [exe] if exe else [sys.executable, "-m", "stategate.analyzer.cli"]
     return subprocess.run([*command, *args], capture_output=True, text=True, timeout=60)
 
 
@@ -75,9 +75,9 @@ def test_unreadable_file_exits_2(files, tmp_path: Path) -> None:
 
 def test_the_deployed_layout_decides_whether_a_change_fits(tmp_path, files) -> None:
     """With the recorded slots, an added aggregate that has no free slot is INCOMPATIBLE."""
-    from analyzer import build
-    from analyzer.layout import plan
-    from analyzer.signature import state_signature
+    from stategate.analyzer import build
+    from stategate.analyzer.layout import plan
+    from stategate.analyzer.signature import state_signature
 
     old, new = files
     narrow = "SET 'stategate.state.slots' = '2';\n"

@@ -6,7 +6,7 @@ import pytest
 import sqlglot
 from sqlglot import exp
 
-from analyzer.dialect import (
+from stategate.analyzer.dialect import (
     Descriptor,
     Flink,
     GroupWindow,
@@ -45,7 +45,7 @@ def test_registered_by_name_and_entry_point() -> None:
     from importlib.metadata import entry_points
 
     assert sqlglot.Dialect.get_or_raise("flink") is not None
-    assert any(ep.name == "flink" and ep.value == "analyzer.dialect:Flink"
+    assert any(ep.name == "flink" and ep.value == "stategate.analyzer.dialect:Flink"
                for ep in entry_points(group="sqlglot.dialects"))
 
 

@@ -48,7 +48,7 @@ def test_the_command_line_prints_one_error_line_not_a_traceback(tmp_path) -> Non
     old, new = tmp_path / "old.sql", tmp_path / "new.sql"
     old.write_text(WINDOW_QUERY)
     new.write_text(nested_parentheses(5000) + huge_scripts()["unicode noise"])
-    result = subprocess.run([sys.executable, "-m", "analyzer.cli", "check", str(old), str(new)],
+    result = subprocess.run([sys.executable, "-m", "stategate.analyzer.cli", "check", str(old), str(new)],
                             capture_output=True, text=True, timeout=120)
     assert result.returncode == 2
     assert result.stderr.startswith(f"stategate: {new}:") and result.stderr.count("\n") == 1, result.stderr

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer import SQLModelError, Verdict, build, compare_models
-from analyzer.layout import GENERIC, LAYOUT_V1, JobLayout, NoRoom, plan
-from analyzer.signature import state_signature
+from stategate.analyzer import SQLModelError, Verdict, build, compare_models
+from stategate.analyzer.layout import GENERIC, LAYOUT_V1, JobLayout, NoRoom, plan
+from stategate.analyzer.signature import state_signature
 
 DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING,\n"
        "  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem');\n")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer import SQLModelError, Verdict, build, compare
-from analyzer.windows import Hop, Tumble
+from stategate.analyzer import SQLModelError, Verdict, build, compare
+from stategate.analyzer.windows import Hop, Tumble
 from tests.analyzer.seed_cases import legacy, topn, tvf
 
 BASE = tvf("a, sum(b) AS total, max(c) AS biggest")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer import Verdict, compare
+from stategate.analyzer import Verdict, compare
 from tests.analyzer.seed_cases import ALL, Case
 
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer import SQLModelError
-from analyzer.windows import Cumulate, Hop, Session, Tumble, WindowKind
+from stategate.analyzer import SQLModelError
+from stategate.analyzer.windows import Cumulate, Hop, Session, Tumble, WindowKind
 
 MIN = 60_000
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from provider.operators.approval import StateApprovalOperator
+from stategate.provider.operators.approval import StateApprovalOperator
 from tests.provider.test_gate import CHANGES, deploy
 
 OPTIONS = {"approved_restart": StateApprovalOperator.RESTART, "approved_clear": StateApprovalOperator.CLEAR}

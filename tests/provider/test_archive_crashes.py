@@ -11,7 +11,7 @@ from __future__ import annotations
 import pytest
 from fsspec.implementations.memory import MemoryFileSystem
 
-from provider.hooks.deployment import DeploymentHook
+from stategate.provider.hooks.deployment import DeploymentHook
 
 ORIGINAL = {
     "metadata": b'{"id": "9f1c"}',

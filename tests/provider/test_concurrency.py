@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from provider.hooks.deployment import DeploymentHook, StateGateError
+from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
 
 PROCESSES, ROUNDS = 4, 8
 RECORD_PADDING = "x" * 300_000  # a big record: a torn write would be easy to catch mid-way

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from provider.hooks.deployment import DeploymentHook, StateGateError
+from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
 
 
 @pytest.fixture
@@ -124,7 +124,7 @@ def test_provider_is_discoverable() -> None:
     import subprocess
     import sys
 
-    from provider.get_provider_info import get_provider_info
+    from stategate.provider.get_provider_info import get_provider_info
 
     info = get_provider_info()
     assert info["package-name"] == "airflow-provider-stategate"

@@ -139,9 +139,9 @@ def test_a_retired_slot_is_free_to_the_gate_once_the_checkpoint_watermark_passed
         gate_dag, tmp_path, watermark_ms: int, branch: str, verdict: str) -> None:
     """The job's record says slot 1 held MAX(c) until a redeploy dropped it, and that no window open
     then can be read once the watermark reaches 1,000 ms; Spark's offset log gives the watermark."""
-    from analyzer import build
-    from analyzer.layout import GENERIC, JobLayout, Pool, Retired, StageLayout
-    from analyzer.signature import state_signature
+    from stategate.analyzer import build
+    from stategate.analyzer.layout import GENERIC, JobLayout, Pool, Retired, StageLayout
+    from stategate.analyzer.signature import state_signature
 
     narrow = "SET 'stategate.state.slots' = '2';\n"
     deployed_sql, new_sql = narrow + tvf("a, sum(b) AS s"), narrow + tvf("a, sum(b) AS s, count(*) AS n")

@@ -121,7 +121,7 @@ class CrashingJob:
         if pause_at:
             env.update(STATEGATE_PAUSE_AT=pause_at, STATEGATE_PAUSE_FILE=str(self.pause_file))
             self.pause_file.unlink(missing_ok=True)
-        command = [sys.executable, "-m", "spark_jobs", "run", "--sql", str(self.script),
+        command = [sys.executable, "-m", "stategate.spark_jobs", "run", "--sql", str(self.script),
                    "--checkpoint", str(self.checkpoint), "--master", "local[2]"]
         with (self.root / "job.log").open("ab") as output:
             return subprocess.Popen(command, cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT,

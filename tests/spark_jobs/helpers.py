@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from spark_jobs.job import run
+from stategate.spark_jobs.job import run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from pyspark.sql import functions as F
 
-from spark_jobs.assembly import SLICES_DIR
+from stategate.spark_jobs.assembly import SLICES_DIR
 from tests.spark_jobs.helpers import BID_COLUMNS, collect
 
 START = datetime(2026, 3, 1, 9, 0)

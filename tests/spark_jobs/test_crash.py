@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import random
 
-from spark_jobs.job import run
+from stategate.spark_jobs.job import run
 from tests.spark_jobs.crashes import (
     CrashingJob, duplicates, job_script, missing_and_extra, sink_rows, write_bids)
 

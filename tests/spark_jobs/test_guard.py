@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from analyzer import Verdict
-from analyzer.layout import LAYOUT, LAYOUT_V1
-from spark_jobs.guard import RECORD_DIR, CheckpointRefused
+from stategate.analyzer import Verdict
+from stategate.analyzer.layout import LAYOUT, LAYOUT_V1
+from stategate.spark_jobs.guard import RECORD_DIR, CheckpointRefused
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
-from analyzer import build
-from spark_jobs.connectors import kafka_sink_options, kafka_source_options, schema_ddl
-from spark_jobs.job import run
+from stategate.analyzer import build
+from stategate.spark_jobs.connectors import kafka_sink_options, kafka_source_options, schema_ddl
+from stategate.spark_jobs.job import run
 from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER, DATA
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -73,7 +73,7 @@ def test_the_job_runs_as_a_module(tmp_path) -> None:
     split_bids(source)
     script = tmp_path / "job.sql"
     script.write_text(job(source, sink))
-    command = [sys.executable, "-m", "spark_jobs", "run", "--sql", str(script), "--checkpoint",
+    command = [sys.executable, "-m", "stategate.spark_jobs", "run", "--sql", str(script), "--checkpoint",
                str(tmp_path / "checkpoint"), "--master", "local[1]"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert result.returncode == 0, result.stderr[-2000:]
@@ -117,7 +117,7 @@ def test_kafka_options_map_to_spark_kafka_options() -> None:
 
 
 def test_kafka_options_are_required() -> None:
-    from analyzer import SQLModelError
+    from stategate.analyzer import SQLModelError
 
     table = build(KAFKA.replace("'topic' = 'bids', ", "")).tables["Bids"]
     with pytest.raises(SQLModelError, match="needs the option 'topic'"):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from analyzer import SQLModelError
-from spark_jobs.job import run
+from stategate.analyzer import SQLModelError
+from stategate.spark_jobs.job import run
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
 
 WINDOW = "TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))"

@@ -8,8 +8,8 @@ import pendulum
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG
 
-from provider.operators.approval import StateApprovalOperator
-from provider.operators.gate import StateGateOperator
+from stategate.provider.operators.approval import StateApprovalOperator
+from stategate.provider.operators.gate import StateGateOperator
 
 with DAG("approval_cases", schedule=None, start_date=pendulum.datetime(2026, 1, 1, tz="UTC"), catchup=False,
          params={"job": "job", "sql": "", "root": ""}) as dag:

@@ -9,7 +9,7 @@ import pendulum
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG, BaseNotifier
 
-from provider.operators.gate import StateGateOperator
+from stategate.provider.operators.gate import StateGateOperator
 
 
 class FileNotifier(BaseNotifier):

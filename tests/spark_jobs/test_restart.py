@@ -125,6 +125,26 @@ def test_added_aggregate_starts_from_zero_at_the_restart(spark, tmp_path, window
     assert any(a != u for a, u in zip(after, open_rows))
 
 
+def test_added_time_and_floating_point_aggregates_take_generic_slots(spark, tmp_path) -> None:
+    """A generic slot's double field (a SUM, MIN or MAX) and its exact MIN/MAX field (times as
+    microseconds) change function when an aggregate takes the slot: each starts from zero."""
+    v1 = query("window_start, window_end, supplier_id, SUM(price) AS s")
+    v2 = query("window_start, window_end, supplier_id, SUM(price) AS s, MAX(CAST(price AS DOUBLE)) AS top, "
+               "MIN(bidtime) AS first_bid")
+    before, after, uninterrupted = restart(spark, tmp_path, v1, v2)
+    closed = {r[0] for r in before}
+    assert [r[:4] for r in after] == [r[:4] for r in uninterrupted if r[0] not in closed]
+    tops = reference(PART_B, lambda t: window_of(t, 10), lambda v: str(float(max(v))))
+    firsts: dict[tuple[str, str, str], str] = {}
+    for bidtime, _price, _item, supplier in PART_B:
+        (start, end), = window_of(bidtime, 10)
+        key = (str(start), str(end), supplier)
+        firsts[key] = min(firsts.get(key, bidtime), bidtime)
+    assert [(r[4], r[5]) for r in after] == [(tops[r[:3]], firsts[r[:3]]) for r in after]
+    # s1 08:10 window: D (08:12, 5.00) before the restart, F (08:15, 7.00) after it.
+    assert ("2020-04-15 08:10:00", "2020-04-15 08:20:00", "s1", "12.00", "7.0", "2020-04-15 08:15:00") in after
+
+
 def test_modified_aggregate_discards_the_old_state(spark, tmp_path) -> None:
     v1 = query("window_start, window_end, supplier_id, SUM(price) AS s, MAX(price) AS m")
     v2 = query("window_start, window_end, supplier_id, SUM(price) AS s, MIN(price) AS m")

@@ -156,6 +156,20 @@ def test_aggregate_functions_distinct_and_filter(spark, tmp_path) -> None:
     ])
 
 
+def test_time_and_floating_point_aggregates(spark, tmp_path) -> None:
+    source = seed_bids(tmp_path)
+    sql = ("SELECT window_start, supplier_id, MIN(bidtime), MAX(bidtime), SUM(CAST(price AS DOUBLE)),\n"
+           "  MIN(CAST(price AS DOUBLE)), MAX(CAST(price AS DOUBLE)), AVG(CAST(price AS DOUBLE))\n"
+           "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
+           "GROUP BY window_start, window_end, supplier_id")
+    assert collect(spark, bid_ddl(source) + sql, tmp_path / "ck") == sorted([
+        ("2020-04-15 08:00:00", "supplier1", "2020-04-15 08:05:00", "2020-04-15 08:07:00", "6.0", "2.0", "4.0", "3.0"),
+        ("2020-04-15 08:00:00", "supplier2", "2020-04-15 08:09:00", "2020-04-15 08:09:00", "5.0", "5.0", "5.0", "5.0"),
+        ("2020-04-15 08:10:00", "supplier1", "2020-04-15 08:13:00", "2020-04-15 08:13:00", "1.0", "1.0", "1.0", "1.0"),
+        ("2020-04-15 08:10:00", "supplier2", "2020-04-15 08:11:00", "2020-04-15 08:17:00", "9.0", "3.0", "6.0", "4.5"),
+    ])
+
+
 def test_window_top_n(spark, tmp_path) -> None:
     source = seed_bids(tmp_path)
     sql = ("SELECT window_start, supplier_id, price, rownum FROM (\n"

@@ -82,6 +82,7 @@ class Report:
             "verdict": self.verdict.value,
             "findings": [f.to_dict() for f in self.findings],
             "aggregates": self.aggregates.to_dict(),
+            "plan": self._plan_lines(),
         }
 
     def to_json(self) -> str:

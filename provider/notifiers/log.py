@@ -12,7 +12,8 @@ log = logging.getLogger("stategate.verdict")
 class LogVerdictNotifier(BaseNotifier):
     """Logs an INCOMPATIBLE or UNKNOWN verdict with its report.
 
-    The gate calls every notifier with the task context plus ``stategate_verdict``,
+    The gate calls every notifier with the task context plus ``stategate_job``,
+    ``stategate_verdict``, ``stategate_meaning`` (what the verdict means for the state),
     ``stategate_report`` (JSON-ready dict) and ``stategate_markdown``; any :class:`BaseNotifier`
     (Slack, SMTP, ...) can use those in its templates, e.g. ``"{{ stategate_markdown }}"``.
     """

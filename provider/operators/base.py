@@ -15,16 +15,19 @@ class JobRootOperator(BaseOperator):
     :param job_name: the job, a directory under ``root`` (templated)
     :param root: root of the deployment roots, any ObjectStoragePath URL (templated)
     :param conn_id: connection for an object-store root
+    :param checkpoint_root: where checkpoints and archives live when not under ``root`` (templated)
     """
 
-    template_fields: Sequence[str] = ("root", "job_name")
+    template_fields: Sequence[str] = ("root", "job_name", "checkpoint_root")
 
-    def __init__(self, *, job_name: str, root: str, conn_id: str | None = None, **kwargs: Any) -> None:
+    def __init__(self, *, job_name: str, root: str, conn_id: str | None = None,
+                 checkpoint_root: str | None = None, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.job_name = job_name
         self.root = root
         self.conn_id = conn_id
+        self.checkpoint_root = checkpoint_root
 
     @property
     def hook(self) -> DeploymentHook:
-        return DeploymentHook(self.root, self.job_name, self.conn_id)
+        return DeploymentHook(self.root, self.job_name, self.conn_id, self.checkpoint_root or None)

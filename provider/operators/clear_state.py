@@ -32,13 +32,13 @@ class ClearStateOperator(JobRootOperator):
     def execute(self, context) -> str | None:
         hook = self.hook
         try:
-            archived = hook.archive_state(self.state_path, stamp=_stamp(context))
+            archived = hook.archiver.archive(self.state_path, stamp=_stamp(context))
         except StateGateError as error:
             raise AirflowFailException(str(error)) from None
         if archived is None:
-            self.log.info("no state at %s/%s: nothing to archive", hook.job_root, self.state_path)
+            self.log.info("no state at %s/%s: nothing to archive", hook.job.state_home, self.state_path)
             return None
-        self.log.info("archived the state of %s: moved %s/%s to %s", self.job_name, hook.job_root,
+        self.log.info("archived the state of %s: moved %s/%s to %s", self.job_name, hook.job.state_home,
                       self.state_path, archived)
         return str(archived)
 

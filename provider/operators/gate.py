@@ -11,7 +11,7 @@ from airflow.providers.standard.operators.branch import BaseBranchOperator
 from airflow.sdk import BaseNotifier
 from airflow.sdk.exceptions import AirflowFailException, AirflowRuntimeError
 
-from stategate.analyzer import Finding, JobModel, Report, SQLModelError, Verdict, build, compare_models
+from stategate.analyzer import JobModel, Report, SQLModelError, Verdict, build
 from stategate.analyzer.layout import JobLayout, NoRoom, plan
 from stategate.analyzer.signature import state_signature
 from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
@@ -35,6 +35,8 @@ class StateGateOperator(BaseBranchOperator):
     :param sql: the job script: a path to a ``.sql`` file or the SQL text itself (templated)
     :param root: root of the deployment roots, any ObjectStoragePath URL (templated)
     :param conn_id: connection for an object-store root
+    :param checkpoint_root: where checkpoints, archives and staged SQL live when not under ``root``
+        (for example records on S3, checkpoints on the cluster's HDFS) (templated)
     :param on_unknown: ``"approve"``, ``"clear_state"`` or ``"fail"``
     :param notifiers: called on INCOMPATIBLE and UNKNOWN verdicts (default: log the report)
     :param lock_wait: seconds to wait while another run redeploys the job, before failing (default 0)
@@ -43,7 +45,7 @@ class StateGateOperator(BaseBranchOperator):
         always taken over. Default: never by age.
     """
 
-    template_fields: Sequence[str] = ("sql", "root", "job_name", "on_unknown")
+    template_fields: Sequence[str] = ("sql", "root", "job_name", "on_unknown", "checkpoint_root")
     template_ext: Sequence[str] = ()
     ui_color = "#f6e7c1"
 
@@ -54,6 +56,7 @@ class StateGateOperator(BaseBranchOperator):
         sql: str,
         root: str,
         conn_id: str | None = None,
+        checkpoint_root: str | None = None,
         on_unknown: str = "approve",
         restart_task_id: str = "restart",
         clear_task_id: str = "clear",
@@ -71,6 +74,7 @@ class StateGateOperator(BaseBranchOperator):
         self.sql = sql
         self.root = root
         self.conn_id = conn_id
+        self.checkpoint_root = checkpoint_root
         self.on_unknown = on_unknown
         self.restart_task_id = restart_task_id
         self.clear_task_id = clear_task_id
@@ -88,11 +92,11 @@ class StateGateOperator(BaseBranchOperator):
             model = build(sql, source=source)
         except SQLModelError as error:
             raise AirflowFailException(f"the new SQL does not parse: {error}") from None
-        hook = DeploymentHook(self.root, self.job_name, self.conn_id)
+        hook = DeploymentHook(self.root, self.job_name, self.conn_id, self.checkpoint_root or None)
         run_id = context["run_id"]
         ti = context["ti"]
         try:
-            stale = hook.acquire_lock(run_id, dag_id=context["dag"].dag_id, wait=self.lock_wait,
+            stale = hook.lock.acquire(run_id, dag_id=context["dag"].dag_id, wait=self.lock_wait,
                                       stale_after=self.stale_lock_after,
                                       holder_finished=lambda holder: _run_ended(ti, holder))
         except StateGateError as error:
@@ -103,7 +107,7 @@ class StateGateOperator(BaseBranchOperator):
         try:
             return self._decide(context, hook, sql, model)
         except BaseException:
-            hook.release_lock(run_id)
+            hook.lock.release(run_id)
             raise
 
     def _read_sql(self) -> tuple[str, str]:
@@ -117,23 +121,22 @@ class StateGateOperator(BaseBranchOperator):
         return self.sql, f"<{self.task_id}.sql>"
 
     def _decide(self, context, hook: DeploymentHook, sql: str, model: JobModel) -> str:
-        finished = hook.finish_archiving()
+        finished = hook.archiver.finish()
         if finished is not None:
             self.log.warning("finished archiving %s to %s, which a crash had interrupted", self.job_name, finished)
-        record = hook.read_record()
-        deployed = hook.state_signature() or (record or {}).get("signature")
-        watermarks = hook.watermarks([p.name for p in model.pipelines])
-        report = self._report(hook, record, model, deployed, watermarks)
+        deployment = hook.compare(model)
+        record, report = deployment.record, deployment.report
         verdict = report.verdict if report else None
-        staged = hook.stage_sql(sql, context["run_id"])
+        staged = hook.records.stage_sql(sql, context["run_id"])
         ti = context["ti"]
         ti.xcom_push(key="verdict", value=verdict.value if verdict else "FIRST_DEPLOY")
-        ti.xcom_push(key="staged_sql", value=hook.spark_uri(staged))
-        ti.xcom_push(key="checkpoint", value=hook.spark_uri(hook.checkpoint))
+        ti.xcom_push(key="staged_sql", value=hook.job.spark_uri(staged))
+        ti.xcom_push(key="checkpoint", value=hook.job.spark_uri(hook.job.checkpoint))
         ti.xcom_push(key="deployment", value={
             "sql": sql,
             "verdict": verdict.value if verdict else "FIRST_DEPLOY",
-            "signature": state_signature(model, _layout(model, deployed, verdict, watermarks)),
+            "signature": state_signature(model, _layout(model, deployment.signature, verdict,
+                                                        deployment.watermarks)),
             "previous_sql": record.get("sql") if record else None,
         })
         if report is None:
@@ -152,27 +155,11 @@ class StateGateOperator(BaseBranchOperator):
                                        + report.to_text())
         return self.approval_task_id
 
-    def _report(self, hook: DeploymentHook, record: dict | None, model: JobModel,
-                deployed: dict | None, watermarks: dict[str, int | None]) -> Report | None:
-        has_state = hook.has_state()
-        if record is None and not has_state:
-            return None
-        if record is None:
-            return Report((Finding("stategate.no-record", Verdict.UNKNOWN,
-                                   f"{hook.checkpoint} holds state but there is no deployment record: "
-                                   "the SQL that built it is unknown"),))
-        if not has_state:
-            return None
-        try:
-            old = build(record["sql"], source=str(hook.record_path))
-        except SQLModelError as error:
-            return Report((Finding("stategate.record-unreadable", Verdict.UNKNOWN,
-                                   f"the deployed SQL no longer parses: {error}"),))
-        return compare_models(old, model, deployed, watermarks)
-
     def _notify(self, context, report: Report) -> None:
         extra = {
+            "stategate_job": self.job_name,
             "stategate_verdict": report.verdict.value,
+            "stategate_meaning": report.verdict.meaning,
             "stategate_report": report.to_dict(),
             "stategate_markdown": report.to_markdown(),
         }

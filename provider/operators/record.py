@@ -29,13 +29,13 @@ class RecordDeploymentOperator(JobRootOperator):
             "sql": deployment["sql"],
             "verdict": deployment["verdict"],
             # What the job wrote beside its state is authoritative (it planned the slots there).
-            "signature": hook.state_signature() or deployment["signature"],
+            "signature": hook.records.state_signature() or deployment["signature"],
             "deployed_at": datetime.now(timezone.utc).isoformat(),
             "dag_id": context["dag"].dag_id,
             "dag_run_id": context["run_id"],
         }
-        hook.write_record(record)
-        hook.release_lock(context["run_id"])
+        hook.records.write(record)
+        hook.lock.release(context["run_id"])
         self.log.info("recorded %s as deployed (%s)", self.job_name, record["verdict"])
         return {k: v for k, v in record.items() if k != "sql"}
 
@@ -44,7 +44,7 @@ class ReleaseLockOperator(JobRootOperator):
     """Teardown: release the gate's lock if this run still holds it (for example after a failure)."""
 
     def execute(self, context) -> bool:
-        released = self.hook.release_lock(context["run_id"])
+        released = self.hook.lock.release(context["run_id"])
         if released:
             self.log.info("released the redeploy lock of %s", self.job_name)
         return released

@@ -8,7 +8,9 @@ test DAGs are copied there.
 from __future__ import annotations
 
 import json
+import multiprocessing
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,6 +18,8 @@ import tempfile
 from pathlib import Path
 
 import pytest
+
+from tests.servers import free_port, listening, start, stop
 
 REPO = Path(__file__).resolve().parents[2]
 HOME = Path(tempfile.mkdtemp(prefix="stategate-airflow-"))
@@ -47,5 +51,51 @@ def airflow_home() -> Path:
     return HOME
 
 
+S3_CONN = "stategate_s3"
+
+
+@pytest.fixture(scope="session")
+def s3_server() -> str:
+    """An S3 API on 127.0.0.1 (moto in server mode: real HTTP, conditional writes honoured) with a
+    bucket, reached as Airflow's ``aws`` connection ``stategate_s3`` with an ``endpoint_url``."""
+    port = free_port()
+    endpoint = f"http://127.0.0.1:{port}"
+    server = start([str(Path(sys.executable).parent / "moto_server"), "-H", "127.0.0.1", "-p", str(port)],
+                   lambda: listening(port), log=str(HOME / "moto.log"))
+    os.environ[f"AIRFLOW_CONN_{S3_CONN.upper()}"] = json.dumps({
+        "conn_type": "aws", "login": "stategate-test", "password": "stategate-test",
+        "extra": {"endpoint_url": endpoint, "region_name": "us-east-1"}})
+    from airflow.providers.amazon.aws.hooks.s3 import S3Hook
+
+    S3Hook(aws_conn_id=S3_CONN).create_bucket("stategate")
+    yield "s3://stategate"
+    stop(server)
+
+
+@pytest.fixture
+def s3_root(s3_server: str, request) -> str:
+    """A root of its own in the bucket for each test."""
+    return f"{s3_server}/{re.sub(r'[^a-z0-9-]', '-', request.node.name.lower())[:60]}"
+
+
 def pytest_sessionfinish(session, exitstatus) -> None:
     shutil.rmtree(HOME, ignore_errors=True)
+
+
+@pytest.fixture
+def spawn():
+    """Start functions in fresh processes (spawned: no inherited locks or caches); killed at the end."""
+    context = multiprocessing.get_context("spawn")
+    started: list = []
+
+    def run(target, *args):
+        process = context.Process(target=target, args=args)
+        process.start()
+        started.append(process)
+        return process
+
+    yield run
+    for process in started:
+        if process.is_alive():
+            process.kill()
+        process.join()

@@ -108,7 +108,7 @@ def archives(fs: CrashingMemoryFS) -> dict[str, dict[str, bytes]]:
 def test_a_crash_at_any_write_leaves_the_state_usable_or_wholly_archived(store: CrashingMemoryFS) -> None:
     hook = DeploymentHook("crashmem:///root", "job")
     reset(store)
-    assert str(hook.archive_state("checkpoint", stamp="T1")) == "crashmem:///root/job/archive/T1/checkpoint"
+    assert str(hook.archiver.archive("checkpoint", stamp="T1")) == "crashmem:///root/job/archive/T1/checkpoint"
     assert archives(store) == {"T1": ORIGINAL} and not files(store, "/root/job/checkpoint")
     writes = store.writes
     assert writes > len(ORIGINAL) * 2, "the move copies and deletes every file"
@@ -117,13 +117,13 @@ def test_a_crash_at_any_write_leaves_the_state_usable_or_wholly_archived(store: 
         reset(store)
         store.crash_at = crash_at
         with pytest.raises(Crash):
-            hook.archive_state("checkpoint", stamp="T1")
+            hook.archiver.archive("checkpoint", stamp="T1")
         store.crash_at = None
         left, archived = files(store, "/root/job/checkpoint"), archives(store)
         usable = left == ORIGINAL
         wholly_archived = archived.get("T1") == ORIGINAL and RECORD not in left
         assert usable or wholly_archived, f"crash at write {crash_at}: half of each"
 
-        resumed = DeploymentHook("crashmem:///root", "job").archive_state("checkpoint", stamp="T2")
+        resumed = DeploymentHook("crashmem:///root", "job").archiver.archive("checkpoint", stamp="T2")
         assert resumed is not None and archives(store) == {resumed.parent.name: ORIGINAL}, crash_at
         assert not files(store, "/root/job/checkpoint") and not store.exists("/root/job/archiving.json")

@@ -4,7 +4,6 @@ over, and a deployment record that no reader ever sees half-written."""
 from __future__ import annotations
 
 import json
-import multiprocessing
 import os
 import signal
 import time
@@ -19,29 +18,29 @@ PROCESSES, ROUNDS = 4, 8
 RECORD_PADDING = "x" * 300_000  # a big record: a torn write would be easy to catch mid-way
 
 
-def redeploy(root: str, name: str, counter: str) -> None:
+def redeploy(root: str, name: str, counter: str, conn_id: str | None = None) -> None:
     """What a gate → record → release sequence does to the job root, ``ROUNDS`` times."""
-    hook = DeploymentHook(root, "job")
+    hook = DeploymentHook(root, "job", conn_id)
     for round_ in range(ROUNDS):
         owner = f"{name}-{round_}"
-        hook.acquire_lock(owner, dag_id="redeploy", wait=120, poll=0.001, stale_after=timedelta(minutes=10))
+        hook.lock.acquire(owner, dag_id="redeploy", wait=120, poll=0.001, stale_after=timedelta(minutes=10))
         try:
             count = int(Path(counter).read_text())  # read, pause, write: lost if two run at once
             time.sleep(0.003)
-            assert hook.lock_holder()["owner"] == owner, "another run took the lock while it was held"
+            assert hook.lock.holder()["owner"] == owner, "another run took the lock while it was held"
             Path(counter).write_text(str(count + 1))
-            hook.write_record({"sql": f"-- {owner}\n{RECORD_PADDING}", "owner": owner,
+            hook.records.write({"sql": f"-- {owner}\n{RECORD_PADDING}", "owner": owner,
                                "deployed_at": datetime.now(timezone.utc).isoformat()})
         finally:
-            assert hook.release_lock(owner)
+            assert hook.lock.release(owner)
 
 
-def read_records(root: str, stop: str, result: str) -> None:
-    hook = DeploymentHook(root, "job")
+def read_records(root: str, stop: str, result: str, conn_id: str | None = None) -> None:
+    hook = DeploymentHook(root, "job", conn_id)
     reads = torn = 0
     while not os.path.exists(stop):
         try:
-            record = hook.read_record()
+            record = hook.records.read()
         except ValueError:
             torn += 1
         else:
@@ -50,35 +49,18 @@ def read_records(root: str, stop: str, result: str) -> None:
 
 
 def hold_lock(root: str, ready: str) -> None:
-    DeploymentHook(root, "job").acquire_lock("killed-run", dag_id="redeploy")
+    DeploymentHook(root, "job").lock.acquire("killed-run", dag_id="redeploy")
     Path(ready).touch()
     time.sleep(600)
-
-
-@pytest.fixture
-def spawn():
-    context = multiprocessing.get_context("spawn")
-    started: list = []
-
-    def start(target, *args):
-        process = context.Process(target=target, args=args)
-        process.start()
-        started.append(process)
-        return process
-
-    yield start
-    for process in started:
-        if process.is_alive():
-            process.kill()
-        process.join()
 
 
 def test_concurrent_redeploys_take_turns_and_records_are_never_torn(tmp_path: Path, spawn) -> None:
     root = f"file://{tmp_path / 'root'}"
     hook = DeploymentHook(root, "job")
-    hook.job_root.mkdir(parents=True)
+    hook.job.path.mkdir(parents=True)
     # A lock left by a run that died an hour ago: the racing redeployers must take it over once.
-    hook.lock_path.write_text(json.dumps({"owner": "dead-run", "since": "2026-01-01T00:00:00+00:00"}))
+    hook.lock.path.mkdir()
+    (hook.lock.path / f"{1:020d}.json").write_text(json.dumps({"owner": "dead-run", "since": "2026-01-01T00:00:00+00:00"}))
     counter, stop = tmp_path / "counter", tmp_path / "stop"
     counter.write_text("0")
     readers = [spawn(read_records, root, str(stop), str(tmp_path / f"reads-{i}")) for i in range(2)]
@@ -90,8 +72,8 @@ def test_concurrent_redeploys_take_turns_and_records_are_never_torn(tmp_path: Pa
     for reader in readers:
         reader.join(timeout=60)
     assert int(counter.read_text()) == PROCESSES * ROUNDS, "two redeploys held the lock at once"
-    assert len(hook.history()) == PROCESSES * ROUNDS - 1
-    assert hook.lock_holder() is None
+    assert len(hook.records.history()) == PROCESSES * ROUNDS - 1
+    assert hook.lock.holder() is None
     for i in range(2):
         reads = json.loads((tmp_path / f"reads-{i}").read_text())
         assert reads["torn"] == 0 and reads["reads"] > 0, reads
@@ -113,16 +95,16 @@ def test_a_lock_of_a_killed_process_is_held_until_judged_stale(tmp_path: Path, s
     started = time.monotonic()
     with pytest.raises(StateGateError, match=r"being redeployed by run 'killed-run' of DAG 'redeploy' since "
                                              r".* after waiting 1 s\. .* delete .*lock"):
-        hook.acquire_lock("next-run", wait=1, poll=0.1)
+        hook.lock.acquire("next-run", wait=1, poll=0.1)
     assert time.monotonic() - started >= 1, "the second redeploy waited before failing"
-    assert hook.lock_holder()["owner"] == "killed-run"
+    assert hook.lock.holder()["owner"] == "killed-run"
     # Judged by the holder's run (what the gate asks Airflow) or by age: either takes it over.
-    assert hook.acquire_lock("next-run", holder_finished=lambda h: h["owner"] == "killed-run")["owner"] == "killed-run"
-    assert hook.release_lock("next-run")
+    assert hook.lock.acquire("next-run", holder_finished=lambda h: h["owner"] == "killed-run")["owner"] == "killed-run"
+    assert hook.lock.release("next-run")
     hold = spawn(hold_lock, root, str(tmp_path / "ready-2"))
     while not (tmp_path / "ready-2").exists():
         time.sleep(0.05)
     hold.kill()
     time.sleep(1.1)
-    assert hook.acquire_lock("third-run", stale_after=timedelta(seconds=1))["owner"] == "killed-run"
-    assert hook.lock_holder()["owner"] == "third-run"
+    assert hook.lock.acquire("third-run", stale_after=timedelta(seconds=1))["owner"] == "killed-run"
+    assert hook.lock.holder()["owner"] == "third-run"

@@ -23,38 +23,38 @@ def make_state(path: Path) -> None:
 
 
 def test_record_replaces_and_keeps_history(hook: DeploymentHook, tmp_path: Path) -> None:
-    assert hook.read_record() is None
-    hook.write_record({"sql": "v1", "deployed_at": "2026-01-01T00:00:00+00:00"})
-    hook.write_record({"sql": "v2", "deployed_at": "2026-01-02T00:00:00+00:00"})
-    assert hook.read_record()["sql"] == "v2"
-    assert [r["sql"] for r in hook.history()] == ["v1"]
+    assert hook.records.read() is None
+    hook.records.write({"sql": "v1", "deployed_at": "2026-01-01T00:00:00+00:00"})
+    hook.records.write({"sql": "v2", "deployed_at": "2026-01-02T00:00:00+00:00"})
+    assert hook.records.read()["sql"] == "v2"
+    assert [r["sql"] for r in hook.records.history()] == ["v1"]
     job = tmp_path / "root" / "job"
     assert sorted(p.name for p in job.iterdir()) == ["deployment.json", "history"], "no temp file left"
 
 
 def test_lock_admits_one_redeploy(hook: DeploymentHook) -> None:
-    hook.acquire_lock("run-1")
-    hook.acquire_lock("run-1")  # the holder may re-enter (task retry)
+    hook.lock.acquire("run-1")
+    hook.lock.acquire("run-1")  # the holder may re-enter (task retry)
     with pytest.raises(StateGateError, match="being redeployed by run .run-1."):
-        hook.acquire_lock("run-2")
-    assert not hook.release_lock("run-2")
-    assert hook.release_lock("run-1")
-    hook.acquire_lock("run-2")
+        hook.lock.acquire("run-2")
+    assert not hook.lock.release("run-2")
+    assert hook.lock.release("run-1")
+    hook.lock.acquire("run-2")
 
 
 def test_archive_moves_the_checkpoint_atomically(hook: DeploymentHook, tmp_path: Path) -> None:
     checkpoint = tmp_path / "root" / "job" / "checkpoint"
     make_state(checkpoint)
     inode = checkpoint.stat().st_ino
-    archived = hook.archive_state("checkpoint", stamp="T1")
+    archived = hook.archiver.archive("checkpoint", stamp="T1")
     assert Path(archived.path) == tmp_path / "root" / "job" / "archive" / "T1" / "checkpoint"
     assert Path(archived.path).stat().st_ino == inode, "renamed, not copied"
     assert (Path(archived.path) / "offsets" / "0").read_text() == "batch 0"
     assert not checkpoint.exists()
-    assert hook.archive_state("checkpoint", stamp="T2") is None, "nothing left to archive"
+    assert hook.archiver.archive("checkpoint", stamp="T2") is None, "nothing left to archive"
     make_state(checkpoint)
     with pytest.raises(StateGateError, match="already exists"):
-        hook.archive_state("checkpoint", stamp="T1")
+        hook.archiver.archive("checkpoint", stamp="T1")
     assert (checkpoint / "offsets" / "0").exists()
 
 
@@ -70,7 +70,7 @@ def test_archive_on_a_store_without_rename_copies_verifies_then_deletes() -> Non
     (source / "offsets").mkdir(parents=True, exist_ok=True)
     (source / "offsets" / "0").write_text("batch 0")
     (source / "metadata").write_text("{}")
-    archived = hook.archive_state("checkpoint", stamp="T1")
+    archived = hook.archiver.archive("checkpoint", stamp="T1")
     assert str(archived) == "memory://stategate-test/job/archive/T1/checkpoint"
     assert (archived / "offsets" / "0").read_text() == "batch 0"
     assert not source.exists()
@@ -92,7 +92,7 @@ def test_archive_refuses_paths_outside_the_job_state(hook: DeploymentHook, tmp_p
                                                       location: str, message: str) -> None:
     make_state(tmp_path / "root" / "job" / "checkpoint")
     with pytest.raises(StateGateError, match=message):
-        hook.archive_state(location)
+        hook.archiver.archive(location)
     assert (tmp_path / "root" / "job" / "checkpoint" / "offsets" / "0").exists()
 
 
@@ -102,11 +102,11 @@ def test_archive_refuses_symbolic_links(hook: DeploymentHook, tmp_path: Path) ->
     (tmp_path / "root" / "job").mkdir(parents=True)
     os.symlink(elsewhere, tmp_path / "root" / "job" / "checkpoint")
     with pytest.raises(StateGateError, match="symbolic link"):
-        hook.archive_state("checkpoint")
+        hook.archiver.archive("checkpoint")
     assert (elsewhere / "offsets" / "0").exists()
     os.symlink(elsewhere, tmp_path / "root" / "job" / "linked")
     with pytest.raises(StateGateError, match="symbolic link"):
-        hook.archive_state("linked/offsets")
+        hook.archiver.archive("linked/offsets")
 
 
 def test_job_names_cannot_escape_the_root(tmp_path: Path) -> None:
@@ -116,8 +116,11 @@ def test_job_names_cannot_escape_the_root(tmp_path: Path) -> None:
 
 
 def test_spark_uri_names_the_same_place(tmp_path: Path) -> None:
-    assert DeploymentHook(f"file://{tmp_path}", "job").spark_uri(
-        DeploymentHook(f"file://{tmp_path}", "job").checkpoint) == f"{tmp_path}/job/checkpoint"
+    job = DeploymentHook(f"file://{tmp_path}", "job").job
+    assert job.spark_uri(job.checkpoint) == f"{tmp_path}/job/checkpoint"
+    split = DeploymentHook("s3://records/stategate", "job", checkpoint_root=f"file://{tmp_path}/state").job
+    assert split.spark_uri(split.checkpoint) == f"{tmp_path}/state/job/checkpoint"
+    assert split.spark_uri(split / "deployment.json") == "s3a://records/stategate/job/deployment.json"
 
 
 def test_provider_is_discoverable() -> None:

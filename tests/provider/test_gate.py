@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from stategate.provider.hooks.deployment import DeploymentHook
 from tests.analyzer.seed_cases import tvf
 from tests.provider.conftest import NOTIFIED
 
@@ -102,7 +103,7 @@ def test_on_unknown_fail_fails_the_gate_and_runs_nothing(gate_dag, tmp_path) -> 
     run, states, _ = run_gate(gate_dag, tmp_path, CHANGES["UNKNOWN"], on_unknown="fail")
     assert run.state == "failed" and states["gate"] == "failed"
     assert taken(states) == []
-    assert not (tmp_path / "root" / "job" / "lock").exists(), "a failed gate releases its lock"
+    assert lock_holder(tmp_path) is None, "a failed gate releases its lock"
 
 
 def test_sql_that_does_not_parse_fails_with_the_parser_message(gate_dag, tmp_path, caplog) -> None:
@@ -115,22 +116,23 @@ def test_sql_that_does_not_parse_fails_with_the_parser_message(gate_dag, tmp_pat
 
 def test_a_second_redeploy_waits_for_the_lock(gate_dag, tmp_path) -> None:
     deploy(tmp_path / "root")
-    (tmp_path / "root" / "job" / "lock").write_text(json.dumps({"owner": "another-run", "since": "now"}))
+    lock = tmp_path / "root" / "job" / "lock"
+    lock.mkdir()
+    (lock / f"{1:020d}.json").write_text(json.dumps({"owner": "another-run", "since": "now"}))
     run, states, _ = run_gate(gate_dag, tmp_path, CHANGES["FULL"])
     assert run.state == "failed" and taken(states) == []
-    assert json.loads((tmp_path / "root" / "job" / "lock").read_text())["owner"] == "another-run"
+    assert lock_holder(tmp_path)["owner"] == "another-run"
 
 
 def test_a_lock_left_by_a_finished_run_is_taken_over(gate_dag, tmp_path) -> None:
     """gate_cases has no release task: each run ends holding the lock, as a run whose teardown never
     ran would. The next gate asks Airflow for that run's state and takes the lock over."""
     deploy(tmp_path / "root")
-    lock = tmp_path / "root" / "job" / "lock"
     first, _, _ = run_gate(gate_dag, tmp_path, CHANGES["FULL"])
-    assert first.state == "success" and json.loads(lock.read_text())["owner"] == first.run_id
+    assert first.state == "success" and lock_holder(tmp_path)["owner"] == first.run_id
     second, states, _ = run_gate(gate_dag, tmp_path, CHANGES["PARTIAL"])
     assert second.state == "success" and taken(states) == ["restart"]
-    holder = json.loads(lock.read_text())
+    holder = lock_holder(tmp_path)
     assert (holder["owner"], holder["dag_id"]) == (second.run_id, "gate_cases")
 
 
@@ -165,3 +167,7 @@ def test_a_retired_slot_is_free_to_the_gate_once_the_checkpoint_watermark_passed
         slots = xcoms["deployment"]["signature"]["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
         assert slots == {"width": 2, "shapes": [GENERIC, GENERIC], "assigned": {"SUM(MyTable.b)": 0, "COUNT(*)": 1},
                          "retired": []}
+
+
+def lock_holder(tmp_path) -> dict | None:
+    return DeploymentHook(f"file://{tmp_path / 'root'}", "job").lock.holder()

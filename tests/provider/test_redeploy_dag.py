@@ -13,6 +13,7 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from stategate.provider.hooks.deployment import DeploymentHook
 from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER
 
 PART_1 = ["2020-04-15 08:01:00,2.00,A,s1", "2020-04-15 08:03:00,3.00,B,s2",
@@ -111,6 +112,6 @@ def test_incompatible_change_archives_the_checkpoint_and_starts_fresh(story) -> 
     assert ("2020-04-15 08:00:00", "s1", "1", "2.00", "2.00") in emitted
     assert ("2020-04-15 08:30:00", "s2", "1", "1.00", "1.00") in emitted
     assert len(emitted) == 8
-    assert not (root / "bids" / "lock").exists()
+    assert DeploymentHook(f"file://{root}", "bids").lock.holder() is None
     history = sorted((root / "bids" / "history").glob("*.json"))
     assert [json.loads(h.read_text())["verdict"] for h in history] == ["FIRST_DEPLOY", "PARTIAL"]

@@ -1,0 +1,108 @@
+"""Clearing state by moving it to ``archive/``: nothing is ever deleted unarchived."""
+
+from __future__ import annotations
+
+import errno
+import hashlib
+import json
+import os
+from datetime import datetime, timezone
+
+from airflow.sdk import ObjectStoragePath
+
+from stategate.provider.deployment.records import stamp as time_stamp
+from stategate.provider.deployment.root import ARCHIVE, INTENT, JobRoot, StateGateError, fresh, replace_text
+from stategate.spark_jobs import RECORD_DIR
+
+
+class Archiver:
+    """Moves a job's state to ``archive/<stamp>/``, and finishes a move a crash interrupted.
+
+    On a local filesystem one rename: a crash leaves the state where it was or wholly archived. On
+    a store without directory renames (object stores) the move is copy, verify (size and SHA-256 of
+    every file), mark the archive complete, delete. ``archiving.json`` records the step, so a crash
+    at any point is finished (or undone) by the next call:
+
+    * crashed while copying: the state is untouched; the partial copy is discarded, the move
+      starts over;
+    * crashed while deleting: the archive is complete and verified; the rest is deleted. The
+      state's ``_stategate`` record goes first, so the job's own guard refuses what is left.
+    """
+
+    def __init__(self, root: JobRoot) -> None:
+        self.root = root
+
+    @property
+    def intent_path(self) -> ObjectStoragePath:
+        return self.root.state_home / INTENT
+
+    def archive(self, location: str = "checkpoint", stamp: str | None = None) -> ObjectStoragePath | None:
+        """Move the state at ``location`` (inside the job root) to ``archive/<stamp>/``; None when
+        there is none to move."""
+        source = self.root.inside(location)
+        resumed = self.finish()
+        if not self.root.has_state(source):
+            return resumed
+        target = self.root.state_home / ARCHIVE / (stamp or time_stamp(None)) / source.name
+        if target.exists():
+            raise StateGateError(f"refusing to archive over {target}: it already exists")
+        target.parent.mkdir(parents=True, exist_ok=True)
+        if self.root.state_is_local:
+            try:
+                os.rename(source.path, target.path)
+                return target
+            except OSError as error:
+                if error.errno != errno.EXDEV:
+                    raise
+        return self._copy_verify_delete(source, target)
+
+    def finish(self) -> ObjectStoragePath | None:
+        """Finish (or undo) a move a crash interrupted; the archive, if it is complete."""
+        if not fresh(self.intent_path).exists():
+            return None
+        intent = json.loads(self.intent_path.read_text())
+        source, target = self.root.state_home / intent["source"], self.root.state_home / intent["target"]
+        if intent["step"] == "copying":
+            if target.exists():
+                target.rmdir(recursive=True)  # an unverified copy; the source is intact
+            self.intent_path.unlink()
+            return None
+        if source.exists():
+            source.rmdir(recursive=True)
+        self.intent_path.unlink()
+        return target
+
+    def _copy_verify_delete(self, source: ObjectStoragePath, target: ObjectStoragePath) -> ObjectStoragePath:
+        base = len(self.root.state_home.path.rstrip("/")) + 1
+        intent = {"source": source.path[base:], "target": target.path[base:],
+                  "started": datetime.now(timezone.utc).isoformat()}
+        replace_text(self.intent_path, json.dumps({**intent, "step": "copying"}))
+        source.copy(target, recursive=True)
+        expected, copied = _inventory(source), _inventory(target)
+        if copied != expected:
+            target.rmdir(recursive=True)
+            self.intent_path.unlink()
+            differ = sorted(k for k in expected.keys() | copied.keys() if expected.get(k) != copied.get(k))
+            raise StateGateError(f"the archive copy of {source} differs in {len(differ)} files "
+                                 f"({', '.join(differ[:3])}); the state was kept where it is")
+        replace_text(self.intent_path, json.dumps({**intent, "step": "deleting"}))
+        record = source / RECORD_DIR / "job.sql"  # first: the job refuses a checkpoint without it
+        if record.exists():
+            record.unlink()
+        source.rmdir(recursive=True)
+        self.intent_path.unlink()
+        return target
+
+
+def _inventory(path: ObjectStoragePath) -> dict[str, tuple[int, str]]:
+    """Relative path -> (size, SHA-256) of every file under ``path``."""
+    base = len(path.path.rstrip("/")) + 1
+    inventory = {}
+    for file in path.rglob("*"):
+        if file.is_file():
+            digest = hashlib.sha256()
+            with file.open("rb") as handle:
+                for block in iter(lambda: handle.read(1 << 20), b""):
+                    digest.update(block)
+            inventory[file.path[base:]] = (file.stat().st_size, digest.hexdigest())
+    return inventory

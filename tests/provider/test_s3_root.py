@@ -1,0 +1,115 @@
+"""The deployment root on an S3 API (moto's server on 127.0.0.1, through an Airflow ``aws``
+connection): record, history, staging, archive and the redeploy lock, with several processes."""
+
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+
+import fsspec
+import pytest
+from airflow.sdk import ObjectStoragePath
+from airflow.sdk.io.store import attach
+from fsspec.implementations.memory import MemoryFileSystem
+
+from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
+from tests.provider.conftest import S3_CONN
+from tests.provider.test_concurrency import PROCESSES, ROUNDS, read_records, redeploy
+
+STATE = {"metadata": '{"id": "q"}', "offsets/0": "batch 0", "offsets/1": "batch 1",
+         "_stategate/job.sql": "SELECT 1", "state/0/0/1.delta": "x" * 50_000}
+
+
+def write_state(checkpoint: ObjectStoragePath) -> None:
+    for name, text in STATE.items():
+        (checkpoint / name).parent.mkdir(parents=True, exist_ok=True)
+        (checkpoint / name).write_text(text)
+
+
+def test_record_history_staging_and_archive(s3_root: str) -> None:
+    hook = DeploymentHook(s3_root, "job", S3_CONN)
+    assert hook.records.read() is None and not hook.job.has_state()
+    hook.records.write({"sql": "v1", "deployed_at": "2026-01-01T00:00:00+00:00"})
+    hook.records.write({"sql": "v2", "deployed_at": "2026-01-02T00:00:00+00:00"})
+    assert hook.records.read()["sql"] == "v2" and [r["sql"] for r in hook.records.history()] == ["v1"]
+    staged = hook.records.stage_sql("SELECT 2", "manual__2026-01-02T00:00:00+00:00")
+    assert hook.job.spark_uri(staged).startswith("s3a://stategate/") and staged.read_text() == "SELECT 2"
+
+    write_state(hook.job.checkpoint)
+    assert hook.job.has_state()
+    archived = hook.archiver.archive("checkpoint", stamp="T1")
+    assert {name: (archived / name).read_text() for name in STATE} == STATE, "copied and verified"
+    assert not hook.job.has_state() and not hook.archiver.intent_path.exists()
+    assert hook.archiver.archive("checkpoint", stamp="T2") is None
+
+
+def test_a_crash_while_deleting_is_finished_by_the_next_gate(s3_root: str) -> None:
+    """The archive was copied and verified, then the process died while deleting the state."""
+    hook = DeploymentHook(s3_root, "job", S3_CONN)
+    write_state(hook.job.checkpoint)
+    target = hook.job.state_home / "archive" / "T1" / "checkpoint"
+    hook.job.checkpoint.copy(target, recursive=True)
+    (hook.job.checkpoint / "_stategate" / "job.sql").unlink()
+    hook.archiver.intent_path.write_text(json.dumps(
+        {"source": "checkpoint", "target": "archive/T1/checkpoint", "step": "deleting"}))
+    assert str(DeploymentHook(s3_root, "job", S3_CONN).archiver.finish()).endswith("archive/T1/checkpoint")
+    assert not hook.job.has_state() and (target / "offsets" / "1").read_text() == "batch 1"
+
+
+def test_the_lock_admits_one_holder_across_gates(s3_root: str) -> None:
+    first, second = (DeploymentHook(s3_root, "job", S3_CONN) for _ in range(2))
+    first.lock.acquire("run-1")
+    with pytest.raises(StateGateError, match="being redeployed by run .run-1."):
+        second.lock.acquire("run-2", wait=0.5, poll=0.1)
+    assert not second.lock.release("run-2") and first.lock.release("run-1")
+    assert second.lock.acquire("run-2") is None and first.lock.holder()["owner"] == "run-2"
+    assert first.lock.acquire("run-3", stale_after=timedelta(0))["owner"] == "run-2", "a stale lock is taken over"
+
+
+def test_concurrent_redeploys_on_s3_take_turns(s3_root: str, spawn, tmp_path) -> None:
+    """The local concurrency story on the S3 API: processes racing for the lock (one takes over a
+    dead run's lock), readers never seeing a torn record."""
+    hook = DeploymentHook(s3_root, "job", S3_CONN)
+    (hook.lock.path / f"{1:020d}.json").write_text(json.dumps({"owner": "dead-run", "since": "2026-01-01T00:00:00+00:00"}))
+    counter, stop = tmp_path / "counter", tmp_path / "stop"
+    counter.write_text("0")
+    readers = [spawn(read_records, s3_root, str(stop), str(tmp_path / f"reads-{i}"), S3_CONN) for i in range(2)]
+    writers = [spawn(redeploy, s3_root, f"p{i}", str(counter), S3_CONN) for i in range(PROCESSES)]
+    for writer in writers:
+        writer.join(timeout=600)
+        assert writer.exitcode == 0
+    stop.touch()
+    for reader in readers:
+        reader.join(timeout=60)
+    assert int(counter.read_text()) == PROCESSES * ROUNDS, "two redeploys held the lock at once"
+    assert len(hook.records.history()) == PROCESSES * ROUNDS - 1
+    assert hook.lock.holder() is None
+    for i in range(2):
+        reads = json.loads((tmp_path / f"reads-{i}").read_text())
+        assert reads["torn"] == 0 and reads["reads"] > 0, reads
+
+
+class IgnoresConditionalWrites(MemoryFileSystem):
+    """A store that takes an exclusive create as a plain write, as S3-compatible servers without
+    ``If-None-Match`` support do."""
+
+    protocol = ("lax",)
+    store: dict = {}
+    pseudo_dirs = [""]
+
+    @classmethod
+    def _strip_protocol(cls, path):
+        return super()._strip_protocol(str(path).replace("lax://", "memory://", 1))
+
+    def _open(self, path, mode="rb", *args, **kwargs):
+        return super()._open(path, mode.replace("x", "w"), *args, **kwargs)
+
+
+def test_a_store_without_exclusive_create_is_refused() -> None:
+    fsspec.register_implementation("lax", IgnoresConditionalWrites, clobber=True)
+    attach("lax", fs=IgnoresConditionalWrites())
+    hook = DeploymentHook("lax://stategate", "job")
+    with pytest.raises(StateGateError, match="cannot create an object exclusively .*refuses to run"):
+        hook.lock.acquire("run-1")
+    assert hook.lock.holder() is None
+    assert not [p for p in (hook.job / "lock").iterdir() if p.name.startswith(".probe")], "the probe is removed"

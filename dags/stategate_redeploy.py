@@ -9,7 +9,9 @@ Every run picks up the job's current SQL file and lets the gate decide::
                      └► approved_clear ─────► clear_state
     release_lock: teardown, frees the redeploy lock whatever happened
 
-Unchanged SQL is a FULL restart that simply continues the stream: with the ``available-now``
+spark-submit gets the job's code as a zip (``py_files``) built from the installed stategate, so
+pointing the ``spark_default`` connection at a cluster (``spark://``, YARN, Kubernetes) is all a
+cluster needs. Unchanged SQL is a FULL restart that simply continues the stream: with the ``available-now``
 trigger each run processes what arrived since the last one. Settings come from the DAG params
 (or the ``STATEGATE_*`` environment variables that give their defaults).
 """
@@ -31,6 +33,7 @@ from stategate.provider.operators.approval import StateApprovalOperator
 from stategate.provider.operators.clear_state import ClearStateOperator
 from stategate.provider.operators.gate import StateGateOperator
 from stategate.provider.operators.record import RecordDeploymentOperator, ReleaseLockOperator
+from stategate.provider.shipping import job_py_files
 
 APPLICATION = str(Path(spark_jobs.__file__).with_name("__main__.py"))
 DEMO = Path(__file__).with_name("stategate_demo")
@@ -51,6 +54,8 @@ with DAG(
                             enum=["approve", "clear_state", "fail"]),
     },
     tags=["stategate", "spark"],
+    # Rendered where spark-submit runs: the zip of the code the job's driver imports.
+    user_defined_macros={"stategate_py_files": job_py_files},
 ) as dag:
     job = dict(job_name="{{ params.job }}", root="{{ params.root }}")
     gate = StateGateOperator(task_id="gate", sql="{{ params.sql }}", on_unknown="{{ params.on_unknown }}", **job)
@@ -67,6 +72,7 @@ with DAG(
         application=APPLICATION,
         conn_id="spark_default",
         name="stategate-{{ params.job }}",
+        py_files="{{ stategate_py_files() }}",
         env_vars={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable},
         trigger_rule=JOIN,
     )

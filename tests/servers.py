@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import socket
 import subprocess
+import sys
 import time
+import urllib.request
 from contextlib import closing
 from typing import Callable, Sequence
 
@@ -51,3 +54,57 @@ def stop(process: subprocess.Popen) -> None:
             break
         except subprocess.TimeoutExpired:
             continue
+
+
+
+class SparkStandalone:
+    """A Spark standalone master and its workers on 127.0.0.1, from the installed pyspark's
+    ``spark-class``; each worker (with the executors it launches) is one process group."""
+
+    def __init__(self, work_dir: str) -> None:
+        import pyspark
+
+        home = os.path.dirname(pyspark.__file__)
+        self.work_dir = work_dir
+        self.spark_class = os.path.join(home, "bin", "spark-class")
+        self.env = {"SPARK_HOME": home, "PYSPARK_PYTHON": sys.executable, "SPARK_LOCAL_IP": "127.0.0.1"}
+        self.port, self.ui = free_port(), free_port()
+        self.master_url = f"spark://127.0.0.1:{self.port}"
+        self.master = start([self.spark_class, "org.apache.spark.deploy.master.Master", "--host", "127.0.0.1",
+                             "--port", str(self.port), "--webui-port", str(self.ui)],
+                            lambda: listening(self.port), log=f"{work_dir}/master.log", env=self.env)
+        self.workers: dict[int, subprocess.Popen] = {}  # by RPC port, as the master names them
+
+    def add_worker(self, cores: int = 1, memory: str = "1g") -> subprocess.Popen:
+        port = free_port()
+        folder = os.path.join(self.work_dir, f"worker-{port}")
+        os.makedirs(folder, exist_ok=True)
+        alive = len(self.alive_workers())
+        self.workers[port] = start(
+            [self.spark_class, "org.apache.spark.deploy.worker.Worker", self.master_url, "--host", "127.0.0.1",
+             "--port", str(port), "--cores", str(cores), "--memory", memory, "--webui-port", str(free_port()),
+             "--work-dir", folder],
+            lambda: len(self.alive_workers()) > alive, log=f"{folder}.log", env=self.env, timeout=120)
+        return self.workers[port]
+
+    def kill_busy_worker(self) -> int:
+        """SIGKILL a worker running an executor, with its executors (a node lost); its port."""
+        busy = [w["port"] for w in self.alive_workers() if w.get("coresused", 0) > 0 and w["port"] in self.workers]
+        if not busy:
+            raise RuntimeError("no worker of this cluster runs an executor")
+        worker = self.workers.pop(busy[0])
+        os.killpg(worker.pid, signal.SIGKILL)
+        worker.wait()
+        return busy[0]
+
+    def alive_workers(self) -> list[dict]:
+        """The master's view of its live workers (id, port, cores used, ...)."""
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{self.ui}/json/", timeout=5) as response:
+                return [w for w in json.load(response).get("workers", []) if w.get("state") == "ALIVE"]
+        except (OSError, ValueError):  # the master's web UI starts after its RPC port
+            return []
+
+    def stop(self) -> None:
+        for process in [*self.workers.values(), self.master]:
+            stop(process)

@@ -1,7 +1,8 @@
 """The example DAG end to end: real Airflow, real spark-submit, real files.
 
 v1 first deploy → v2 adds an aggregate (PARTIAL: restart from the checkpoint) → v3 changes the
-window size (INCOMPATIBLE: the checkpoint is archived, the job starts fresh).
+window size (INCOMPATIBLE: the checkpoint is archived, the job starts fresh). The first two steps
+again on a Spark standalone cluster.
 """
 
 from __future__ import annotations
@@ -38,17 +39,17 @@ GROUP BY supplier_id, window_start, window_end;
 """
 
 
-@pytest.fixture(scope="module")
-def story(airflow_home, tmp_path_factory):
+def redeploy_story(data: Path, steps: int = 3) -> list:
+    """Run the example DAG once per step (v1, v2, v3), each after a new part of the input arrived;
+    (run, task states, deployment record) of each."""
     from stategate_redeploy import dag
 
-    data = tmp_path_factory.mktemp("redeploy")
     (data / "incoming").mkdir()
     root = data / "root"
-    steps = [(job_sql(data, 10, False, "totals"), PART_1), (job_sql(data, 10, True, "totals"), PART_2),
+    story = [(job_sql(data, 10, False, "totals"), PART_1), (job_sql(data, 10, True, "totals"), PART_2),
              (job_sql(data, 5, True, "totals_5m"), PART_3)]
     results = []
-    for number, (sql, part) in enumerate(steps, start=1):
+    for number, (sql, part) in enumerate(story[:steps], start=1):
         (data / "current.sql").write_text(sql)
         arrived = data / "incoming" / f"part{number}.csv"
         arrived.write_text("\n".join(part) + "\n")
@@ -57,7 +58,13 @@ def story(airflow_home, tmp_path_factory):
         states = {ti.task_id: ti.state for ti in run.get_task_instances()}
         record = json.loads((root / "bids" / "deployment.json").read_text())
         results.append((run, states, record))
-    return data, root, results
+    return results
+
+
+@pytest.fixture(scope="module")
+def story(airflow_home, tmp_path_factory):
+    data = tmp_path_factory.mktemp("redeploy")
+    return data, data / "root", redeploy_story(data)
 
 
 def rows(sink: Path) -> list[tuple]:
@@ -115,3 +122,31 @@ def test_incompatible_change_archives_the_checkpoint_and_starts_fresh(story) -> 
     assert DeploymentHook(f"file://{root}", "bids").lock.holder() is None
     history = sorted((root / "bids" / "history").glob("*.json"))
     assert [json.loads(h.read_text())["verdict"] for h in history] == ["FIRST_DEPLOY", "PARTIAL"]
+
+
+def test_the_same_story_on_a_standalone_cluster(story, spark_cluster, tmp_path_factory, monkeypatch) -> None:
+    """A Spark standalone master and two workers on 127.0.0.1: the same first deploy and PARTIAL
+    restart as in ``local[*]`` give the same rows. Only the ``spark_default`` connection changes:
+    the submit tasks ship the code themselves (``py_files``)."""
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields
+    from airflow.utils.session import create_session
+
+    host, port = spark_cluster.master_url.rsplit(":", 1)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({
+        "conn_type": "spark", "host": host, "port": int(port),
+        "extra": {"spark-binary": "spark-submit", "deploy-mode": "client"}}))
+    data = tmp_path_factory.mktemp("cluster-redeploy")
+    results = redeploy_story(data, steps=2)
+    (first, first_states, first_record), (second, second_states, second_record) = results
+    assert first.state == "success" and first_states["submit_fresh"] == "success", first_states
+    assert second.state == "success" and second_states["submit_restart"] == "success", second_states
+    assert (first_record["verdict"], second_record["verdict"]) == ("FIRST_DEPLOY", "PARTIAL")
+
+    local_data = story[0]
+    assert rows(data / "totals") == rows(local_data / "totals"), "the cluster wrote the rows of local[*]"
+    with create_session() as session:
+        rendered = RenderedTaskInstanceFields.get_templated_fields(
+            next(ti for ti in second.get_task_instances() if ti.task_id == "submit_restart"), session=session)
+    shipped = Path(rendered["py_files"])
+    assert shipped.suffix == ".zip" and shipped.exists(), rendered["py_files"]
+

@@ -50,6 +50,10 @@ with DAG(
         "job": Param(os.environ.get("STATEGATE_JOB", "bids"), type="string"),
         "sql": Param(os.environ.get("STATEGATE_SQL", str(DEMO / "current.sql")), type="string"),
         "root": Param(os.environ.get("STATEGATE_ROOT", "file:///tmp/stategate"), type="string"),
+        # An object-store root's Airflow connection, and where checkpoints live if not under root
+        # (records on S3, checkpoints on the cluster's HDFS, say). Empty: none / under root.
+        "conn_id": Param(os.environ.get("STATEGATE_CONN_ID", ""), type="string"),
+        "checkpoint_root": Param(os.environ.get("STATEGATE_CHECKPOINT_ROOT", ""), type="string"),
         "on_unknown": Param(os.environ.get("STATEGATE_ON_UNKNOWN", "approve"),
                             enum=["approve", "clear_state", "fail"]),
     },
@@ -57,7 +61,8 @@ with DAG(
     # Rendered where spark-submit runs: the zip of the code the job's driver imports.
     user_defined_macros={"stategate_py_files": job_py_files},
 ) as dag:
-    job = dict(job_name="{{ params.job }}", root="{{ params.root }}")
+    job = dict(job_name="{{ params.job }}", root="{{ params.root }}", conn_id="{{ params.conn_id }}",
+               checkpoint_root="{{ params.checkpoint_root }}")
     gate = StateGateOperator(task_id="gate", sql="{{ params.sql }}", on_unknown="{{ params.on_unknown }}", **job)
     restart = EmptyOperator(task_id="restart")
     clear = EmptyOperator(task_id="clear")

@@ -14,11 +14,12 @@ class JobRootOperator(BaseOperator):
 
     :param job_name: the job, a directory under ``root`` (templated)
     :param root: root of the deployment roots, any ObjectStoragePath URL (templated)
-    :param conn_id: connection for an object-store root
-    :param checkpoint_root: where checkpoints and archives live when not under ``root`` (templated)
+    :param conn_id: connection for an object-store root (templated; empty: none)
+    :param checkpoint_root: where checkpoints and archives live when not under ``root`` (templated;
+        empty: under ``root``)
     """
 
-    template_fields: Sequence[str] = ("root", "job_name", "checkpoint_root")
+    template_fields: Sequence[str] = ("root", "job_name", "conn_id", "checkpoint_root")
 
     def __init__(self, *, job_name: str, root: str, conn_id: str | None = None,
                  checkpoint_root: str | None = None, **kwargs: Any) -> None:
@@ -30,4 +31,4 @@ class JobRootOperator(BaseOperator):
 
     @property
     def hook(self) -> DeploymentHook:
-        return DeploymentHook(self.root, self.job_name, self.conn_id, self.checkpoint_root or None)
+        return DeploymentHook(self.root, self.job_name, self.conn_id or None, self.checkpoint_root or None)

@@ -34,9 +34,9 @@ class StateGateOperator(BaseBranchOperator):
     :param job_name: the job, a directory under ``root``
     :param sql: the job script: a path to a ``.sql`` file or the SQL text itself (templated)
     :param root: root of the deployment roots, any ObjectStoragePath URL (templated)
-    :param conn_id: connection for an object-store root
+    :param conn_id: connection for an object-store root (templated; empty: none)
     :param checkpoint_root: where checkpoints, archives and staged SQL live when not under ``root``
-        (for example records on S3, checkpoints on the cluster's HDFS) (templated)
+        (for example records on S3, checkpoints on the cluster's HDFS) (templated; empty: under ``root``)
     :param on_unknown: ``"approve"``, ``"clear_state"`` or ``"fail"``
     :param notifiers: called on INCOMPATIBLE and UNKNOWN verdicts (default: log the report)
     :param lock_wait: seconds to wait while another run redeploys the job, before failing (default 0)
@@ -45,7 +45,7 @@ class StateGateOperator(BaseBranchOperator):
         always taken over. Default: never by age.
     """
 
-    template_fields: Sequence[str] = ("sql", "root", "job_name", "on_unknown", "checkpoint_root")
+    template_fields: Sequence[str] = ("sql", "root", "job_name", "on_unknown", "conn_id", "checkpoint_root")
     template_ext: Sequence[str] = ()
     ui_color = "#f6e7c1"
 
@@ -92,7 +92,7 @@ class StateGateOperator(BaseBranchOperator):
             model = build(sql, source=source)
         except SQLModelError as error:
             raise AirflowFailException(f"the new SQL does not parse: {error}") from None
-        hook = DeploymentHook(self.root, self.job_name, self.conn_id, self.checkpoint_root or None)
+        hook = DeploymentHook(self.root, self.job_name, self.conn_id or None, self.checkpoint_root or None)
         run_id = context["run_id"]
         ti = context["ti"]
         try:

@@ -18,10 +18,10 @@ PROCESSES, ROUNDS = 4, 8
 RECORD_PADDING = "x" * 300_000  # a big record: a torn write would be easy to catch mid-way
 
 
-def redeploy(root: str, name: str, counter: str, conn_id: str | None = None) -> None:
-    """What a gate → record → release sequence does to the job root, ``ROUNDS`` times."""
+def redeploy(root: str, name: str, counter: str, conn_id: str | None = None, rounds: int = ROUNDS) -> None:
+    """What a gate → record → release sequence does to the job root, ``rounds`` times."""
     hook = DeploymentHook(root, "job", conn_id)
-    for round_ in range(ROUNDS):
+    for round_ in range(rounds):
         owner = f"{name}-{round_}"
         hook.lock.acquire(owner, dag_id="redeploy", wait=120, poll=0.001, stale_after=timedelta(minutes=10))
         try:

@@ -15,6 +15,7 @@ import pandas as pd
 import pytest
 
 from stategate.provider.hooks.deployment import DeploymentHook
+from tests.provider.conftest import S3_CONN
 from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER
 
 PART_1 = ["2020-04-15 08:01:00,2.00,A,s1", "2020-04-15 08:03:00,3.00,B,s2",
@@ -39,9 +40,10 @@ GROUP BY supplier_id, window_start, window_end;
 """
 
 
-def redeploy_story(data: Path, steps: int = 3) -> list:
+def redeploy_story(data: Path, steps: int = 3, **params: str) -> list:
     """Run the example DAG once per step (v1, v2, v3), each after a new part of the input arrived;
-    (run, task states, deployment record) of each."""
+    (run, task states, deployment record) of each. ``params`` override the DAG's (root under
+    ``data`` by default)."""
     from stategate_redeploy import dag
 
     (data / "incoming").mkdir()
@@ -54,9 +56,10 @@ def redeploy_story(data: Path, steps: int = 3) -> list:
         arrived = data / "incoming" / f"part{number}.csv"
         arrived.write_text("\n".join(part) + "\n")
         os.utime(arrived, (1_600_000_000 + number, 1_600_000_000 + number))
-        run = dag.test(run_conf={"job": "bids", "sql": str(data / "current.sql"), "root": f"file://{root}"})
+        conf = {"job": "bids", "sql": str(data / "current.sql"), "root": f"file://{root}", **params}
+        run = dag.test(run_conf=conf)
         states = {ti.task_id: ti.state for ti in run.get_task_instances()}
-        record = json.loads((root / "bids" / "deployment.json").read_text())
+        record = DeploymentHook(conf["root"], "bids", params.get("conn_id")).records.read()
         results.append((run, states, record))
     return results
 
@@ -150,3 +153,16 @@ def test_the_same_story_on_a_standalone_cluster(story, spark_cluster, tmp_path_f
     shipped = Path(rendered["py_files"])
     assert shipped.suffix == ".zip" and shipped.exists(), rendered["py_files"]
 
+
+def test_records_on_s3_and_checkpoints_where_spark_reads(story, s3_root, tmp_path_factory) -> None:
+    """Deployment records on an S3 API, the checkpoint on a filesystem Spark reaches (Spark's s3a
+    connector, hadoop-aws, cannot be downloaded here): the same story, the same rows."""
+    data = tmp_path_factory.mktemp("s3-records")
+    results = redeploy_story(data, steps=2, root=s3_root, conn_id=S3_CONN, checkpoint_root=f"file://{data}/state")
+    assert [run.state for run, _, _ in results] == ["success", "success"]
+    assert [record["verdict"] for _, _, record in results] == ["FIRST_DEPLOY", "PARTIAL"]
+    assert rows(data / "totals") == rows(story[0] / "totals")
+    assert (data / "state" / "bids" / "checkpoint" / "_stategate" / "job.sql").exists()
+    hook = DeploymentHook(s3_root, "bids", S3_CONN, f"file://{data}/state")
+    assert [r["verdict"] for r in hook.records.history()] == ["FIRST_DEPLOY"]
+    assert hook.lock.holder() is None

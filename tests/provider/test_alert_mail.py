@@ -8,7 +8,6 @@ import mailbox
 import os
 import sys
 import time
-from email import policy
 from pathlib import Path
 
 import pytest

@@ -54,29 +54,32 @@ def hold_lock(root: str, ready: str) -> None:
     time.sleep(600)
 
 
-def test_concurrent_redeploys_take_turns_and_records_are_never_torn(tmp_path: Path, spawn) -> None:
-    root = f"file://{tmp_path / 'root'}"
-    hook = DeploymentHook(root, "job")
-    hook.job.path.mkdir(parents=True)
-    # A lock left by a run that died an hour ago: the racing redeployers must take it over once.
-    hook.lock.path.mkdir()
+def race_redeploys(root: str, spawn, tmp_path: Path, conn_id: str | None = None, rounds: int = ROUNDS) -> None:
+    """``PROCESSES`` redeployers racing ``rounds`` times each, two readers watching the record,
+    and a lock left by a run that died an hour ago, which the racers must take over once."""
+    hook = DeploymentHook(root, "job", conn_id)
+    (hook.lock.path / f"{1:020d}.json").parent.mkdir(parents=True, exist_ok=True)
     (hook.lock.path / f"{1:020d}.json").write_text(json.dumps({"owner": "dead-run", "since": "2026-01-01T00:00:00+00:00"}))
     counter, stop = tmp_path / "counter", tmp_path / "stop"
     counter.write_text("0")
-    readers = [spawn(read_records, root, str(stop), str(tmp_path / f"reads-{i}")) for i in range(2)]
-    writers = [spawn(redeploy, root, f"p{i}", str(counter)) for i in range(PROCESSES)]
+    readers = [spawn(read_records, root, str(stop), str(tmp_path / f"reads-{i}"), conn_id) for i in range(2)]
+    writers = [spawn(redeploy, root, f"p{i}", str(counter), conn_id, rounds) for i in range(PROCESSES)]
     for writer in writers:
-        writer.join(timeout=300)
+        writer.join(timeout=600)
         assert writer.exitcode == 0
     stop.touch()
     for reader in readers:
         reader.join(timeout=60)
-    assert int(counter.read_text()) == PROCESSES * ROUNDS, "two redeploys held the lock at once"
-    assert len(hook.records.history()) == PROCESSES * ROUNDS - 1
+    assert int(counter.read_text()) == PROCESSES * rounds, "two redeploys held the lock at once"
+    assert len(hook.records.history()) == PROCESSES * rounds - 1
     assert hook.lock.holder() is None
     for i in range(2):
         reads = json.loads((tmp_path / f"reads-{i}").read_text())
         assert reads["torn"] == 0 and reads["reads"] > 0, reads
+
+
+def test_concurrent_redeploys_take_turns_and_records_are_never_torn(tmp_path: Path, spawn) -> None:
+    race_redeploys(f"file://{tmp_path / 'root'}", spawn, tmp_path)
     assert not [p.name for p in (tmp_path / "root" / "job").iterdir() if p.name.endswith(".tmp")]
 
 

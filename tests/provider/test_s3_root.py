@@ -14,7 +14,7 @@ from fsspec.implementations.memory import MemoryFileSystem
 
 from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
 from tests.provider.conftest import S3_CONN
-from tests.provider.test_concurrency import PROCESSES, read_records, redeploy
+from tests.provider.test_concurrency import race_redeploys
 
 ROUNDS = 3  # each lock step is a few HTTP requests: fewer rounds than on a local root, same races
 STATE = {"metadata": '{"id": "q"}', "offsets/0": "batch 0", "offsets/1": "batch 1",
@@ -70,24 +70,7 @@ def test_the_lock_admits_one_holder_across_gates(s3_root: str) -> None:
 def test_concurrent_redeploys_on_s3_take_turns(s3_root: str, spawn, tmp_path) -> None:
     """The local concurrency story on the S3 API: processes racing for the lock (one takes over a
     dead run's lock), readers never seeing a torn record."""
-    hook = DeploymentHook(s3_root, "job", S3_CONN)
-    (hook.lock.path / f"{1:020d}.json").write_text(json.dumps({"owner": "dead-run", "since": "2026-01-01T00:00:00+00:00"}))
-    counter, stop = tmp_path / "counter", tmp_path / "stop"
-    counter.write_text("0")
-    readers = [spawn(read_records, s3_root, str(stop), str(tmp_path / f"reads-{i}"), S3_CONN) for i in range(2)]
-    writers = [spawn(redeploy, s3_root, f"p{i}", str(counter), S3_CONN, ROUNDS) for i in range(PROCESSES)]
-    for writer in writers:
-        writer.join(timeout=600)
-        assert writer.exitcode == 0
-    stop.touch()
-    for reader in readers:
-        reader.join(timeout=60)
-    assert int(counter.read_text()) == PROCESSES * ROUNDS, "two redeploys held the lock at once"
-    assert len(hook.records.history()) == PROCESSES * ROUNDS - 1
-    assert hook.lock.holder() is None
-    for i in range(2):
-        reads = json.loads((tmp_path / f"reads-{i}").read_text())
-        assert reads["torn"] == 0 and reads["reads"] > 0, reads
+    race_redeploys(s3_root, spawn, tmp_path, S3_CONN, ROUNDS)
 
 
 class IgnoresConditionalWrites(MemoryFileSystem):

@@ -37,7 +37,7 @@ def parse_statements(sql: str, source: str = "<sql>") -> list[Statement]:
     except TokenError as error:
         raise SQLModelError(f"cannot tokenize: {error}", source=source) from None
     statements: list[Statement] = []
-    for chunk in _split(tokens):
+    for chunk in _statement_sets(_split(tokens), source):
         text = sql[chunk[0].start : chunk[-1].end + 1]
         try:
             nodes = _DIALECT.parser().parse(chunk, sql)
@@ -62,6 +62,45 @@ def _split(tokens: list[Token]) -> list[list[Token]]:
         else:
             chunks[-1].append(token)
     return [c for c in chunks if c]
+
+
+_EXECUTE_SET = ("EXECUTE", "STATEMENT", "SET", "BEGIN")
+_BEGIN_SET = ("BEGIN", "STATEMENT", "SET")
+
+
+def _statement_sets(chunks: list[list[Token]], source: str) -> list[list[Token]]:
+    """The statements of a script with Flink's statement-set wrappers taken off.
+
+    ``EXECUTE STATEMENT SET BEGIN INSERT ...; INSERT ...; END;`` and ``BEGIN STATEMENT SET;
+    INSERT ...; END;`` submit several INSERTs as one job: here, as on Spark, every INSERT is a
+    pipeline of the job anyway, so the wrapper itself changes no state. Only INSERTs may stand in a
+    set, and a set must be closed."""
+    unwrapped: list[list[Token]] = []
+    opened: Token | None = None
+    for chunk in chunks:
+        words = tuple(t.text.upper() for t in chunk[:4])
+        if words[:3] == _BEGIN_SET and len(chunk) == 3 or words == _EXECUTE_SET:
+            if opened is not None:
+                raise _set_error("a statement set inside a statement set", chunk[0], source)
+            opened, chunk = chunk[0], chunk[len(_EXECUTE_SET):] if words == _EXECUTE_SET else []
+        elif words == ("END",) and len(chunk) == 1:
+            if opened is None:
+                raise _set_error("END without BEGIN STATEMENT SET", chunk[0], source)
+            opened, chunk = None, []
+        if not chunk:
+            continue
+        if opened is not None and chunk[0].text.upper() != "INSERT":
+            raise _set_error(f"only INSERT INTO statements may stand in a statement set, not "
+                             f"{chunk[0].text.upper()}", chunk[0], source)
+        unwrapped.append(chunk)
+    if opened is not None:
+        raise _set_error("the statement set is not closed with END;", opened, source)
+    return unwrapped
+
+
+def _set_error(problem: str, token: Token, source: str) -> SQLModelError:
+    return SQLModelError(f"syntax error: {problem}", source=source, line=token.line, col=token.col,
+                         clause="STATEMENT SET")
 
 
 def _first_line(text: str) -> str:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -103,10 +104,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     except (SQLModelError, DeployedVersionError) as error:
         print(f"stategate: {error}", file=sys.stderr)
         return EXIT_INVALID
-    for check in checks:
-        if len(checks) > 1 and args.format != "json":
-            print(f"{'##' if args.format == 'markdown' else '=='} {check.path}")
-        print(check.render(args.format))
+    try:
+        for check in checks:
+            if len(checks) > 1 and args.format != "json":
+                print(f"{'##' if args.format == 'markdown' else '=='} {check.path}")
+            print(check.render(args.format), flush=True)
+    except BrokenPipeError:  # the reader (head, a pager) left: the verdict still sets the exit code
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
     if args.fail_on and any(c.report and c.report.verdict >= Verdict(args.fail_on.upper()) for c in checks):
         return EXIT_FAIL_ON
     return EXIT_OK

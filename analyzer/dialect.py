@@ -232,6 +232,9 @@ class Flink(Dialect):
         IDENTIFIERS = ["`"]
         QUOTES = ["'"]
         STRING_ESCAPES = ["'", "\\"]
+        # EXECUTE opens a statement set (``EXECUTE STATEMENT SET BEGIN ... END``), whose INSERTs
+        # must stay statements of their own, not the text of one opaque command.
+        COMMANDS = tokens.Tokenizer.COMMANDS - {TokenType.EXECUTE}
 
     Parser = FlinkParser
     Generator = FlinkGenerator

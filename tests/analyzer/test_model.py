@@ -283,3 +283,37 @@ def test_the_same_state_spelled_differently_is_full(old: str, new: str) -> None:
            "GROUP BY window_start, window_end;")
     report = compare(sql, sql.replace(old, new))
     assert report.verdict is Verdict.FULL, report.to_text()
+
+
+SINKS = ("CREATE TABLE T1 (a STRING, s BIGINT) WITH ('connector' = 'blackhole');\n"
+         "CREATE TABLE T2 (a STRING, m BIGINT) WITH ('connector' = 'blackhole');\n")
+INSERTS = ("INSERT INTO T1 " + tvf("a, sum(b) AS s") + "\n"
+           "INSERT INTO T2 " + tvf("a, max(c) AS m") + "\n")
+
+
+@pytest.mark.parametrize("wrapped", [
+    f"EXECUTE STATEMENT SET BEGIN\n{INSERTS}END;",
+    f"BEGIN STATEMENT SET;\n{INSERTS}END;",
+])
+def test_a_statement_set_is_its_inserts(wrapped: str) -> None:
+    """Flink's multi-sink jobs: the wrapper holds no state, each INSERT is a pipeline."""
+    plain, inside = build(SINKS + INSERTS), build(SINKS + wrapped)
+    assert [p.sink for p in inside.pipelines] == ["T1", "T2"]
+    assert [p.aggregate for p in inside.pipelines] == [p.aggregate for p in plain.pipelines]
+    assert compare(SINKS + INSERTS, SINKS + wrapped).verdict is Verdict.FULL
+    changed = compare(SINKS + wrapped, SINKS + wrapped.replace("max(c) AS m", "max(c) AS m, count(*) AS n"))
+    assert changed.verdict is Verdict.PARTIAL
+
+
+@pytest.mark.parametrize("script, message, at", [
+    (f"BEGIN STATEMENT SET;\n{INSERTS}", "the statement set is not closed with END;", "BEGIN"),
+    (f"{INSERTS}END;", "END without BEGIN STATEMENT SET", "END"),
+    ("BEGIN STATEMENT SET;\nSET 'a' = 'b';\nEND;", "only INSERT INTO statements may stand in a statement set, not SET",
+     "SET 'a'"),
+    ("BEGIN STATEMENT SET;\nBEGIN STATEMENT SET;\nEND;", "a statement set inside a statement set", "BEGIN STATEMENT SET;\nEND"),
+])
+def test_a_broken_statement_set_is_a_located_error(script: str, message: str, at: str) -> None:
+    script = SINKS + script
+    with pytest.raises(SQLModelError, match=message) as error:
+        build(script, source="job.sql")
+    assert str(error.value).startswith(f"job.sql:{script[:script.index(at)].count(chr(10)) + 1}:")

@@ -122,3 +122,19 @@ def test_kafka_options_are_required() -> None:
     table = build(KAFKA.replace("'topic' = 'bids', ", "")).tables["Bids"]
     with pytest.raises(SQLModelError, match="needs the option 'topic'"):
         kafka_source_options(table)
+
+
+def test_a_statement_set_runs_each_insert_as_its_pipeline(spark, tmp_path) -> None:
+    """Flink's multi-sink form, ``EXECUTE STATEMENT SET BEGIN ... END;``, gives the rows of the same
+    INSERTs written one after the other."""
+    from tests.spark_jobs.crashes import job_script, sink_rows, write_bids
+
+    plain, wrapped = tmp_path / "plain", tmp_path / "wrapped"
+    for root in (plain, wrapped):
+        write_bids(root / "incoming", files=1, rows_per_file=30)
+    run(spark, job_script(plain), plain / "checkpoint")
+    script = job_script(wrapped)
+    first = script.index("INSERT INTO")
+    run(spark, f"{script[:first]}EXECUTE STATEMENT SET BEGIN\n{script[first:]}\nEND;\n", wrapped / "checkpoint")
+    expected = sink_rows(plain)
+    assert all(expected.values()) and sink_rows(wrapped) == expected

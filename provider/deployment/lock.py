@@ -28,6 +28,8 @@ from stategate.provider.deployment.root import LOCK, JobRoot, StateGateError, fr
 Holder = dict[str, Any]
 #: Entries this many below the newest are pruned by whoever takes the lock.
 _KEEP = 8
+#: How long an empty newest entry is taken for one being written, before it counts as unreadable.
+_WRITING = 1.0
 
 
 class RedeployLock:
@@ -93,6 +95,7 @@ class RedeployLock:
     # ------------------------------------------------------------------ the log
     def _newest(self) -> tuple[int, Holder | None]:
         """The newest entry's number and its holder (None when released or never taken)."""
+        patience = time.monotonic() + _WRITING
         while True:
             numbers = self._numbers()
             if not numbers:
@@ -101,6 +104,9 @@ class RedeployLock:
                 text = read_text(self._entry(numbers[-1]))
             except FileNotFoundError:
                 continue  # pruned or deleted by hand between the listing and the read
+            if not text and time.monotonic() < patience:
+                time.sleep(0.01)  # created, not yet written (a local file between open and close)
+                continue
             with suppress(ValueError):
                 entry = json.loads(text)
                 if isinstance(entry, dict) and "released_by" in entry:

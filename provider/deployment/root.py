@@ -134,8 +134,10 @@ def fresh(path: ObjectStoragePath) -> ObjectStoragePath:
     Object-store filesystems (s3fs, gcsfs) cache directory listings per process and never learn
     of another process's writes, so ``exists()`` and ``iterdir()`` could answer from before another
     gate wrote the lock or the record. Everything that decides on what other processes wrote reads
-    through this."""
-    path.fs.invalidate_cache(path.path)
+    through this. (Without a connection, Airflow's path answers ``exists()`` and ``iterdir()`` with
+    the filesystem of the path it wraps, not with ``path.fs``: both forget.)"""
+    for fs in (path.fs, getattr(path, "__wrapped__", path).fs):
+        fs.invalidate_cache(path.path)
     return path
 
 

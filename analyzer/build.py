@@ -66,6 +66,7 @@ def _split(tokens: list[Token]) -> list[list[Token]]:
 
 _EXECUTE_SET = ("EXECUTE", "STATEMENT", "SET", "BEGIN")
 _BEGIN_SET = ("BEGIN", "STATEMENT", "SET")
+_SET_WORDS = (TokenType.EXECUTE, TokenType.BEGIN, TokenType.END)
 
 
 def _statement_sets(chunks: list[list[Token]], source: str) -> list[list[Token]]:
@@ -78,7 +79,7 @@ def _statement_sets(chunks: list[list[Token]], source: str) -> list[list[Token]]
     unwrapped: list[list[Token]] = []
     opened: Token | None = None
     for chunk in chunks:
-        words = tuple(t.text.upper() for t in chunk[:4])
+        words = tuple(t.text.upper() for t in chunk[:4]) if chunk[0].token_type in _SET_WORDS else ()
         if words[:3] == _BEGIN_SET and len(chunk) == 3 or words == _EXECUTE_SET:
             if opened is not None:
                 raise _set_error("a statement set inside a statement set", chunk[0], source)

@@ -3,7 +3,6 @@ connection): record, history, staging, archive and the redeploy lock, with sever
 
 from __future__ import annotations
 
-import json
 from datetime import timedelta
 
 import fsspec
@@ -42,19 +41,6 @@ def test_record_history_staging_and_archive(s3_root: str) -> None:
     assert {name: (archived / name).read_text() for name in STATE} == STATE, "copied and verified"
     assert not hook.job.has_state() and not hook.archiver.intent_path.exists()
     assert hook.archiver.archive("checkpoint", stamp="T2") is None
-
-
-def test_a_crash_while_deleting_is_finished_by_the_next_gate(s3_root: str) -> None:
-    """The archive was copied and verified, then the process died while deleting the state."""
-    hook = DeploymentHook(s3_root, "job", S3_CONN)
-    write_state(hook.job.checkpoint)
-    target = hook.job.state_home / "archive" / "T1" / "checkpoint"
-    hook.job.checkpoint.copy(target, recursive=True)
-    (hook.job.checkpoint / "_stategate" / "job.sql").unlink()
-    hook.archiver.intent_path.write_text(json.dumps(
-        {"source": "checkpoint", "target": "archive/T1/checkpoint", "step": "deleting"}))
-    assert str(DeploymentHook(s3_root, "job", S3_CONN).archiver.finish()).endswith("archive/T1/checkpoint")
-    assert not hook.job.has_state() and (target / "offsets" / "1").read_text() == "batch 1"
 
 
 def test_the_lock_admits_one_holder_across_gates(s3_root: str) -> None:

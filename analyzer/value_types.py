@@ -47,7 +47,7 @@ def value_type(model: JobModel, expr: exp.Expression) -> exp.DataType:
 
 
 #: Value families, as the state layout keeps them: exact numbers (integers and decimals, kept as
-#: DECIMAL(38, 18)), floating point, time and text.
+#: DECIMAL(38, s): see :func:`exact_scale`), floating point, time and text.
 EXACT, FLOATING, TIME, TEXT = "m", "d", "t", "s"
 _FAMILIES = (
     (EXACT, exp.DataType.INTEGER_TYPES | {exp.DataType.Type.BOOLEAN}
@@ -62,6 +62,19 @@ def family(model: JobModel, expr: exp.Expression) -> str | None:
     """``expr``'s value family; None where its type cannot be told."""
     kind = value_type(model, expr).this
     return next((name for name, types in _FAMILIES if kind in types), None)
+
+
+def exact_scale(model: JobModel, expr: exp.Expression) -> int | None:
+    """The scale an exact ``expr`` has on any engine, where that is certain: 0 for integers, and
+    the declared scale of a DECIMAL column or CAST. None otherwise (decimal arithmetic: engines
+    choose result scales by rules of their own)."""
+    kind = value_type(model, expr)
+    if kind.this in exp.DataType.INTEGER_TYPES:
+        return 0
+    if kind.this == exp.DataType.Type.DECIMAL and len(kind.expressions) == 2 \
+            and isinstance(expr.unnest(), (exp.Column, exp.Cast)):
+        return int(kind.expressions[1].name)
+    return None
 
 
 def is_text(model: JobModel, expr: exp.Expression) -> bool:

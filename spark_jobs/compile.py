@@ -25,7 +25,7 @@ from sqlglot import exp
 
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.lineage import source_column, window_column
-from stategate.analyzer.layout import TEXT, JobLayout, StageLayout
+from stategate.analyzer.layout import TEXT, JobLayout, StageLayout, shape_family, shape_scale
 from stategate.analyzer.model import WINDOW_FIELDS, Aggregate, JobModel, Pipeline, Table, WindowAggregate, sql_key
 from stategate.spark_jobs import state
 from stategate.spark_jobs.connectors import read_stream, spark_type
@@ -159,7 +159,7 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
     data_type = projected.schema[value].dataType
     family = state.family_of(data_type, agg.function)
     shape = layout.pool(pool).shapes[index]
-    expected = shape.partition(":")[2] or None  # COUNT and generic slots take any family
+    expected = shape_family(shape)  # COUNT and generic slots take any family
     if not agg.distinct and ((family == state.TEXT) != (pool == TEXT) or expected not in (None, family)):
         # The analyzer placed the aggregate from the declared types; Spark's type disagrees.
         told = f"the declared columns make it {_FAMILY_NAMES[expected]}" if expected else \
@@ -167,6 +167,12 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but {told}; "
                             f"write CAST(... AS {'STRING' if family == state.TEXT else 'a numeric or time type'}) "
                             "around it")
+    if isinstance(data_type, T.DecimalType) and agg.function != "COUNT" and not agg.distinct \
+            and data_type.scale > shape_scale(shape):
+        # Kept at the slot's scale, the values would be rounded.
+        raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but its state "
+                            f"keeps {shape_scale(shape)} decimal places; write CAST(... AS DECIMAL(p, "
+                            f"{shape_scale(shape)})) around it")
     return Slot(agg, pool, index, value, family, data_type, flt)
 
 

@@ -15,9 +15,11 @@ for aggregates added later, has all of its pool's (:data:`_STEMS`)::
     key:   k0..kn (group keys, by position), gs (grouping set), w (slice)
     value: n          rows of the group (shapes sessions and windows)
            c<i>       values counted by plain slot i (COUNT, AVG)
-           x<i>       the exact sum (decimal(38,18)) of plain slot i (SUM, AVG)
+           x<i>       the exact sum (decimal(38, s)) of plain slot i (SUM, AVG)
            d<i>       floating point: the sum, MIN or MAX of plain slot i
-           o<i>       the exact MIN or MAX of plain slot i (times as microseconds)
+           o<i>       the exact MIN or MAX (decimal(38, s)) of plain slot i (times as microseconds)
+
+where ``s`` is the scale the slot's shape records (``SUM:m2``: 2), else 18.
            s<k>       text slot k: MIN or MAX of text
            dv<j>      distinct slot j: the set of values, as text
 
@@ -33,10 +35,12 @@ state row per aggregate, kept four times as many). What the layout still costs i
 rows, in every state operator and in the code Spark generates for them: per 100k-row micro-batch
 (Spark's event log) the first stage took 382 ms and the state stage 521 ms with v3's 51 fields
 (every slot generic), against 201 ms and 406 ms for Spark's own 4; hence shaped slots and
-four-field generic ones. A text field in the buffer stops Spark's hash aggregation (it plans a sort-based one: 31 s instead of
-23 s for the whole job), so text MIN/MAX has slots of its own. Integers and decimals share the
-exact family (a long fits decimal(38,18)); its sums run on Java's BigDecimal, as Spark's own
-decimal sums past 18 digits do.
+four-field generic ones. A text field in the buffer stops Spark's hash aggregation (it plans a
+sort-based one: 31 s instead of 23 s for the whole job), so text MIN/MAX has slots of its own.
+Integers and decimals share the exact family; its sums run on Java's BigDecimal, as Spark's own
+decimal sums past 18 digits do. Each keeps its own scale where that is certain (integers 0, a
+declared DECIMAL(10, 2) 2): rescaled to 18 places, every value was a big-number multiplication per
+row and field.
 """
 
 from __future__ import annotations
@@ -50,7 +54,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.layout import DISTINCT, GENERIC, PLAIN, StageLayout
+from stategate.analyzer.layout import DISTINCT, EXACT_SCALE, GENERIC, PLAIN, StageLayout, shape_scale
 from stategate.analyzer.layout import TEXT as TEXT_POOL
 from stategate.analyzer.model import Aggregate
 from stategate.analyzer.value_types import EXACT, FLOATING, TEXT, TIME
@@ -60,8 +64,9 @@ from stategate.analyzer.value_types import EXACT, FLOATING, TEXT, TIME
 #: of its own and so starts from zero when it is added, as the PARTIAL verdict promises.
 ROWS = "n"
 
-#: The type sums are kept in, per summable value family (as the analyzer tells them).
-SUM_TYPES: dict[str, T.DataType] = {EXACT: T.DecimalType(38, 18), FLOATING: T.DoubleType()}
+#: The type sums are kept in, per summable value family (as the analyzer tells them), where a slot's
+#: shape says no scale (distinct slots, generic slots).
+SUM_TYPES: dict[str, T.DataType] = {EXACT: T.DecimalType(38, EXACT_SCALE), FLOATING: T.DoubleType()}
 SUPPORTED = ("COUNT", "SUM", "MIN", "MAX", "AVG")
 
 
@@ -151,14 +156,14 @@ class _Field:
 #: type (a double field is a SUM, MIN or MAX): Spark's state schema check compares field types, not
 #: names (verified: a checkpoint of max(double) restarts with min, then sum), and a field changes
 #: function only in a free slot, which no stored state holds. Times are kept as microseconds in the
-#: exact type, so a generic slot is four fields, not nine.
-_DECIMAL = SUM_TYPES[EXACT].simpleString()
+#: exact type, so a generic slot is four fields, not nine. ``decimal`` fields keep the scale of the
+#: slot's shape (``analyzer.layout.shape_scale``).
 _STEMS: dict[str, dict[str, tuple[str, str, tuple[str, ...]]]] = {
     PLAIN: {
         "c": ("int", "count", ("COUNT", "AVG:m", "AVG:d")),
-        "x": (_DECIMAL, "sum", ("SUM:m", "AVG:m")),
+        "x": ("decimal", "sum", ("SUM:m", "AVG:m")),
         "d": ("double", "sum", ("SUM:d", "AVG:d", "MIN:d", "MAX:d")),
-        "o": (_DECIMAL, "max", ("MIN:m", "MAX:m", "MIN:t", "MAX:t")),
+        "o": ("decimal", "max", ("MIN:m", "MAX:m", "MIN:t", "MAX:t")),
     },
     TEXT_POOL: {"s": ("string", "max", ("MIN:s", "MAX:s"))},
     DISTINCT: {"dv": ("string", "collect_set", (GENERIC,))},
@@ -185,9 +190,12 @@ def _buffer(layout: StageLayout, slots: dict[tuple[str, int], Slot]) -> list[_Fi
         for i, shape in enumerate(layout.pool(pool).shapes):
             slot = slots.get((pool, i))
             held = dict(slot_fields(slot)) if slot else {}
+            unscaled = shape.rstrip("0123456789")
             for stem, (sql_type, free, shapes) in stems.items():
-                if shape == GENERIC or shape in shapes:
+                if shape == GENERIC or unscaled in shapes:
                     name = f"{stem}{i}"
+                    if sql_type == "decimal":
+                        sql_type = f"decimal(38,{shape_scale(shape)})"
                     fields.append(_Field(name, held.get(name, free), sql_type, slot if name in held else None))
     return fields
 

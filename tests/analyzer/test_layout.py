@@ -5,7 +5,9 @@ from __future__ import annotations
 import pytest
 
 from stategate.analyzer import SQLModelError, Verdict, build, compare_models
-from stategate.analyzer.layout import GENERIC, LAYOUT_V1, JobLayout, NoRoom, plan
+from stategate.analyzer.layout import (
+    EXACT_SCALE, GENERIC, LAYOUT_V1, JobLayout, NoRoom, plan, shape_family, shape_scale,
+)
 from stategate.analyzer.signature import state_signature
 
 DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING,\n"
@@ -33,14 +35,24 @@ def test_a_first_deploy_shapes_a_slot_per_aggregate_and_leaves_generic_free_slot
     pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
     assert pool["assigned"] == {"SUM(Bid.price)": 0, "MAX(Bid.bidtime)": 1, "COUNT(*)": 2,
                                 "AVG(CAST(Bid.price AS DOUBLE))": 3}
-    assert pool["shapes"] == ["SUM:m", "MAX:t", "COUNT", "AVG:d", GENERIC, GENERIC]
+    assert pool["shapes"] == ["SUM:m2", "MAX:t", "COUNT", "AVG:d", GENERIC, GENERIC]
     assert pool["width"] == 6
 
 
 def test_an_argument_of_unknown_type_gets_a_generic_slot() -> None:
     signature = deployed(job("SUM(price), MAX(undeclared_fn(price))"))
     assert signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]["shapes"] == [
-        "SUM:m", GENERIC, GENERIC, GENERIC]
+        "SUM:m2", GENERIC, GENERIC, GENERIC]
+
+
+def test_an_exact_slot_keeps_the_scale_of_its_argument_where_every_engine_agrees_on_it() -> None:
+    """Kept at its own scale, a value is never rescaled; where the scale depends on an engine's
+    arithmetic rules (or AVG divides), the slot keeps 18 places, as it did before shapes had scales."""
+    sql = job("SUM(price), MAX(CAST(price AS DECIMAL(12, 4))), MIN(CHAR_LENGTH(item)), SUM(price / 3), AVG(price)")
+    shapes = deployed(sql)["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]["shapes"]
+    assert shapes[:5] == ["SUM:m2", "MAX:m4", "MIN:m0", "SUM:m", "AVG:m"]
+    assert [shape_scale(s) for s in shapes[:5]] == [2, 4, 0, EXACT_SCALE, EXACT_SCALE]
+    assert [shape_family(s) for s in shapes] == ["m"] * 5 + [None, None]
 
 
 def test_reordering_keeps_every_slot_and_adding_takes_a_free_one() -> None:
@@ -76,7 +88,7 @@ def test_a_free_shaped_slot_takes_only_an_aggregate_of_its_shape() -> None:
     assert plan(build(job("SUM(price), MAX(price)")), JobLayout.from_signature(dropped), freed) \
         .pipelines["select#1"][0].plain.assigned == (("SUM(Bid.price)", 0), ("MAX(Bid.price)", 1))
     with pytest.raises(NoRoom, match=r"only 1 of 2 plain slots are free .*none of them fits MIN\(Bid.bidtime\).*"
-                                     r"free: MAX:m"):
+                                     r"free: MAX:m2"):
         plan(build(job("SUM(price), MIN(bidtime)")), JobLayout.from_signature(dropped), freed)
 
 

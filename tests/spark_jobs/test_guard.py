@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from stategate.analyzer import Verdict
+from stategate.analyzer import SQLModelError, Verdict
 from stategate.analyzer.layout import LAYOUT, LAYOUT_V1
 from stategate.spark_jobs.guard import RECORD_DIR, CheckpointRefused
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
@@ -91,6 +91,22 @@ def test_a_checkpoint_of_the_unpivoted_layout_is_refused_by_name(spark, deployed
     before = snapshot(checkpoint)
     with pytest.raises(CheckpointRefused, match=f"stategate.layout.old: the state was written with layout "
                                                 f"{LAYOUT_V1}.*archive the checkpoint"):
+        collect(spark, bid_ddl(source) + V1, checkpoint)
+    assert snapshot(checkpoint) == before
+
+
+def test_a_slot_that_would_round_its_argument_stops_the_job_before_it_starts(spark, deployed) -> None:
+    """A slot keeps exact values at the scale its shape records (the declared type's). Should Spark
+    type the argument with more decimal places than that (here: a record saying one place for a
+    DECIMAL(10, 2) price), every value would be rounded: the job stops at compile time instead."""
+    source, checkpoint = deployed
+    record = checkpoint / RECORD_DIR / "signature.json"
+    assert '"SUM:m2"' in record.read_text()
+    record.write_text(record.read_text().replace('"SUM:m2"', '"SUM:m1"'))
+    (checkpoint / RECORD_DIR / ".signature.json.crc").unlink()
+    before = snapshot(checkpoint)
+    with pytest.raises(SQLModelError, match=r"SUM\(price\): its argument is decimal\(10,2\) on Spark, but its "
+                                            r"state keeps 1 decimal places; write CAST"):
         collect(spark, bid_ddl(source) + V1, checkpoint)
     assert snapshot(checkpoint) == before
 

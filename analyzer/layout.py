@@ -15,11 +15,10 @@ depends on the query, and a redeploy maps onto it without touching stored state:
 
 A slot has a *shape*: the aggregate it was made for (``SUM:m2``, a sum of exact numbers kept at
 scale 2; ``COUNT``; ``MAX:t``, the latest time; see :func:`shape_of`), and only that aggregate's
-fields. The slots of
-the first deploy are shaped for its aggregates; the headroom slots are *generic*, with the fields
-of every shape, so that any aggregate added later fits one. Every field costs every state row and
-every input row, so shaping the slots matters (measured below). A retired shaped slot takes only an
-aggregate of its own shape; a retired generic slot takes any.
+fields. The slots of the first deploy are shaped for its aggregates; the headroom slots are
+*generic*, with the fields of every shape, so that any aggregate added later fits one. Every field
+costs every state row and every input row, so shaping the slots matters (measured below). A
+retired shaped slot takes only an aggregate of its own shape; a retired generic slot takes any.
 
 Slots come in three pools, by what their fields hold: *plain* (counts, sums, numeric and time
 MIN/MAX), *text* (MIN/MAX over text: a string buffer field stops Spark's hash aggregation, measured
@@ -253,15 +252,20 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> str:
     return f"{aggregate.function}:{found}{'' if scale is None else scale}"
 
 
+def unscaled(shape: str) -> str:
+    """The shape whatever its scale (``SUM:m2`` → ``SUM:m``): which fields its slot has."""
+    return shape.rstrip("0123456789")
+
+
 def shape_family(shape: str) -> str | None:
     """The value family a shape was made for (``SUM:m2`` → ``m``); None for COUNT and generic slots."""
-    return shape.partition(":")[2].rstrip("0123456789") or None
+    return unscaled(shape).partition(":")[2] or None
 
 
 def shape_scale(shape: str) -> int:
     """The scale a slot of this shape keeps exact values at."""
-    digits = shape[len(shape.rstrip("0123456789")):]
-    return int(digits) if digits and ":" in shape else EXACT_SCALE
+    digits = shape[len(unscaled(shape)):]
+    return int(digits) if digits else EXACT_SCALE
 
 
 def _pooled(model: JobModel, stage: WindowAggregate) -> dict[str, dict[str, str]]:

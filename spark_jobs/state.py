@@ -54,7 +54,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.layout import DISTINCT, EXACT_SCALE, GENERIC, PLAIN, StageLayout, shape_scale
+from stategate.analyzer.layout import DISTINCT, EXACT_SCALE, GENERIC, PLAIN, StageLayout, shape_scale, unscaled
 from stategate.analyzer.layout import TEXT as TEXT_POOL
 from stategate.analyzer.model import Aggregate
 from stategate.analyzer.value_types import EXACT, FLOATING, TEXT, TIME
@@ -190,9 +190,8 @@ def _buffer(layout: StageLayout, slots: dict[tuple[str, int], Slot]) -> list[_Fi
         for i, shape in enumerate(layout.pool(pool).shapes):
             slot = slots.get((pool, i))
             held = dict(slot_fields(slot)) if slot else {}
-            unscaled = shape.rstrip("0123456789")
             for stem, (sql_type, free, shapes) in stems.items():
-                if shape == GENERIC or unscaled in shapes:
+                if shape == GENERIC or unscaled(shape) in shapes:
                     name = f"{stem}{i}"
                     if sql_type == "decimal":
                         sql_type = f"decimal(38,{shape_scale(shape)})"

@@ -100,6 +100,15 @@ def source_column(table: str, name: str) -> exp.Column:
     return exp.column(name, table=table, quoted=_needs_quotes(name))
 
 
+def time_attribute(table: Table) -> exp.Expression | None:
+    """What a table's rowtime resolves to: its column, or the expression computing it (a computed
+    rowtime, ``ts AS CASE ... END, WATERMARK FOR ts AS ...``); None without a WATERMARK."""
+    column = next((c for c in table.columns if c.name == table.rowtime), None)
+    if column is None:
+        return None
+    return column.computed.expr if column.computed else source_column(table.name, column.name)
+
+
 def window_column(level: int, name: str) -> exp.Column:
     return exp.column(name, table=f"{WINDOW_MARKER}{level}")
 
@@ -225,10 +234,9 @@ class Resolver:
     def _time_kind(self, attr: exp.Expression) -> str:
         if isinstance(attr, exp.Column) and attr.table.startswith(WINDOW_MARKER):
             return "rowtime" if attr.name == "window_time" else "proctime"
-        if isinstance(attr, exp.Column) and attr.table in self.tables:
-            table = self.tables[attr.table]
-            if attr.name == table.rowtime:
-                return "rowtime"
+        rowtimes = (time_attribute(table) for table in self.tables.values())
+        if any(rowtime is not None and sql_key(rowtime) == sql_key(attr) for rowtime in rowtimes):
+            return "rowtime"
         if isinstance(attr, exp.Anonymous) and attr.name.upper() == "PROCTIME":
             return "proctime"
         return "unknown"

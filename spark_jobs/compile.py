@@ -24,7 +24,7 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.lineage import source_column, window_column
+from stategate.analyzer.lineage import source_column, time_attribute, window_column
 from stategate.analyzer.layout import TEXT, JobLayout, StageLayout, shape_family, shape_scale
 from stategate.analyzer.model import WINDOW_FIELDS, Aggregate, JobModel, Pipeline, Table, WindowAggregate, sql_key
 from stategate.spark_jobs import state
@@ -189,11 +189,15 @@ def _source_input(spark: SparkSession, model: JobModel, aggregate: WindowAggrega
         raise SQLModelError(f"table {name} needs WATERMARK FOR <column> AS <column> - INTERVAL '...' "
                             "for event-time windows")
     window = aggregate.window
-    if window.time_attr.key != sql_key(source_column(table.name, table.rowtime)):
+    rowtime = time_attribute(table)
+    if window.time_attr.key != sql_key(rowtime):
         raise SQLModelError(f"window time attribute {window.time_attr.written} must be the rowtime column "
                             f"{table.rowtime} of {table.name} (processing-time windows are not supported)")
     mapping = {sql_key(source_column(table.name, c.name)): c.name for c in table.columns if c.computed is None}
-    df = read_stream(spark, table).withWatermark(table.rowtime, f"{table.watermark_delay_ms} milliseconds")
+    df = read_stream(spark, table)
+    if not isinstance(rowtime, exp.Column):  # computed: the watermark is declared on a column
+        df = df.withColumn(table.rowtime, to_column(rowtime, mapping))
+    df = df.withWatermark(table.rowtime, f"{table.watermark_delay_ms} milliseconds")
     for predicate in aggregate.filters:
         df = df.where(to_column(predicate.expr, mapping))
     return df.withColumn("ts", F.col(table.rowtime)), mapping

@@ -67,11 +67,15 @@ def window_definition(prefix: str, old: Window | None, new: Window | None) -> li
                     f"{prefix}.window.{label}", INCOMPATIBLE,
                     f"window {label} changed from {_ms(a)} to {_ms(b)}", before, after))
     if old.time_attr.key != new.time_attr.key or old.time_kind != new.time_kind:
-        findings.append(Finding(
-            f"{prefix}.window.time-attribute", INCOMPATIBLE,
-            f"time attribute changed from {old.time_attr.written} ({old.time_kind}) "
-            f"to {new.time_attr.written} ({new.time_kind})",
-            old.time_attr.written, new.time_attr.written))
+        if (old.time_attr.written, old.time_kind) == (new.time_attr.written, new.time_kind):
+            # Same name, different computation (a computed rowtime, or a view's column).
+            message = (f"time attribute {new.time_attr.written} ({new.time_kind}) is computed differently: "
+                       f"{old.time_attr.key} before, {new.time_attr.key} now")
+        else:
+            message = (f"time attribute changed from {old.time_attr.written} ({old.time_kind}) "
+                       f"to {new.time_attr.written} ({new.time_kind})")
+        findings.append(Finding(f"{prefix}.window.time-attribute", INCOMPATIBLE, message,
+                                old.time_attr.written, new.time_attr.written))
     old_p = [k.key for k in old.partition_keys]
     new_p = [k.key for k in new.partition_keys]
     if old_p != new_p:

@@ -137,6 +137,22 @@ def test_rowtime_to_proctime_is_incompatible_with_ddl() -> None:
     assert "rowtime" in finding.message and "proctime" in finding.message
 
 
+def test_a_computed_rowtime_is_a_rowtime_and_its_computation_is_part_of_it() -> None:
+    """Nexmark's shape: the time attribute is a computed column carrying the WATERMARK."""
+    ddl = BID_DDL.replace("WATERMARK FOR bidtime AS bidtime", "ts AS CASE WHEN price > 3 THEN bidtime ELSE bidtime - INTERVAL '1' MINUTE END,\n"
+                          "  WATERMARK FOR ts AS ts")
+    query = "SELECT item, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(ts), INTERVAL '1' MINUTE)) GROUP BY item, window_start, window_end"
+    assert build(ddl + query).pipelines[0].aggregate.window.time_kind == "rowtime"
+    assert compare(ddl + query, ddl + query).verdict is Verdict.FULL
+    report = compare(ddl + query, ddl.replace("price > 3", "price > 4") + query)
+    assert report.verdict is Verdict.INCOMPATIBLE
+    finding = next(f for f in report.findings if f.rule.endswith("time-attribute"))
+    assert finding.message == (
+        "time attribute ts (rowtime) is computed differently: CASE WHEN Bid.price > 3 THEN Bid.bidtime ELSE "
+        "Bid.bidtime - INTERVAL '1' MINUTE END before, CASE WHEN Bid.price > 4 THEN Bid.bidtime ELSE "
+        "Bid.bidtime - INTERVAL '1' MINUTE END now")
+
+
 def test_a_change_no_rule_covers_is_unknown_never_full() -> None:
     query = "SELECT item, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)) GROUP BY item, window_start, window_end"
     filtered = query.replace("TABLE Bid,", "TABLE Bid2,")

@@ -15,6 +15,7 @@ from stategate.analyzer import Report, SQLModelError, Verdict, build
 from stategate.spark_jobs.compile import CompiledPipeline, compile_pipeline
 from stategate.spark_jobs.connectors import BatchWriter, batch_writer
 from stategate.spark_jobs.guard import CheckpointGuard, query_dir
+from stategate.spark_jobs.late_rows import late_rows
 from stategate.spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.job")
@@ -65,9 +66,11 @@ def run(
     # checkpoint file leaves a checkpoint whose SQL is known, so the restart can be checked.
     guard.record(layout)
     queries = []
+    listener = late_rows(spark)
     try:
         for pipeline, writer in zip(compiled, batch_writers):
             queries.append(_start(pipeline, writer, query_dir(checkpoint, pipeline.pipeline.name), options))
+            listener.watch(queries[-1], pipeline.pipeline.name)
         if wait:
             for query in queries:
                 query.awaitTermination()

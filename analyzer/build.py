@@ -8,6 +8,7 @@ type: DDL fills the catalog, ``SET`` fills settings, ``INSERT INTO`` / ``SELECT`
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Mapping
 from pathlib import Path
 
 from sqlglot import exp
@@ -17,7 +18,7 @@ from sqlglot.tokens import Token, TokenType
 from stategate.analyzer.dialect import Flink, FunctionLanguage
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.intervals import interval_ms
-from stategate.analyzer.lineage import Relation, Resolver, source_column
+from stategate.analyzer.lineage import Relation, Resolver, field_access, source_column
 from stategate.analyzer.model import Column, Function, JobModel, Output, Pipeline, Resolved, Table, View
 
 _DIALECT = Flink()
@@ -232,10 +233,7 @@ def _table(node: exp.Create, line: int) -> Table:
                 proctime = element.name
             resolved = None
             if computed is not None:
-                expr = computed.copy().transform(
-                    lambda n: source_column(name, n.name) if isinstance(n, exp.Column) and n.name in raw else n
-                )
-                resolved = Resolved.of(expr, computed)
+                resolved = Resolved.of(computed.copy().transform(lambda n: _own_column(n, name, raw)), computed)
             kind = element.args.get("kind")
             columns.append(Column(element.name, kind.sql(dialect=Flink) if kind else None, resolved))
         elif isinstance(element, exp.WatermarkColumnConstraint):
@@ -268,6 +266,17 @@ def _table(node: exp.Create, line: int) -> Table:
 
 def _is_proctime(node: exp.Expression) -> bool:
     return isinstance(node, exp.Anonymous) and node.name.upper() == "PROCTIME"
+
+
+def _own_column(node: exp.Expression, table: str, columns: Mapping[str, exp.ColumnDef]) -> exp.Expression:
+    """In a computed column, a reference to another column of the table (``price``), or to a field
+    of one of its ROW columns (``bid.dateTime``), resolved."""
+    if not isinstance(node, exp.Column):
+        return node
+    parts = [part.name for part in node.parts]
+    if parts[0] not in columns:
+        return node
+    return field_access(source_column(table, parts[0]), parts[1:])
 
 
 def _watermark_delay(strategy: exp.Expression, rowtime: str) -> int | None:

@@ -212,6 +212,8 @@ class FlinkGenerator(generator.Generator):
         FunctionLanguage: lambda self, e: f"LANGUAGE {self.sql(e, 'this')}",
     }
 
+    TYPE_MAPPING = {**generator.Generator.TYPE_MAPPING, exp.DataType.Type.STRUCT: "ROW"}
+
     PROPERTIES_LOCATION = {
         **generator.Generator.PROPERTIES_LOCATION,
         FunctionLanguage: exp.Properties.Location.POST_EXPRESSION,
@@ -235,6 +237,8 @@ class Flink(Dialect):
         # EXECUTE opens a statement set (``EXECUTE STATEMENT SET BEGIN ... END``), whose INSERTs
         # must stay statements of their own, not the text of one opaque command.
         COMMANDS = tokens.Tokenizer.COMMANDS - {TokenType.EXECUTE}
+        # ROW<name TYPE, ...> (and ROW(name TYPE, ...)) is Flink's nested row type, as Presto's ROW.
+        KEYWORDS = {**tokens.Tokenizer.KEYWORDS, "ROW": TokenType.STRUCT}
 
     Parser = FlinkParser
     Generator = FlinkGenerator

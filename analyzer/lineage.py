@@ -120,7 +120,7 @@ def window_field_of(expr: exp.Expression) -> str | None:
     return None
 
 
-def reads_window_fields(expr: exp.Expression) -> bool:
+def reads_windowfield_access(expr: exp.Expression) -> bool:
     return any(c.table.startswith(WINDOW_MARKER) for c in expr.find_all(exp.Column))
 
 
@@ -279,15 +279,31 @@ class Scope:
         return node.copy().transform(rewrite, copy=False)
 
     def column(self, column: exp.Column) -> exp.Expression:
+        """A column reference resolved; ``a.b.c`` may also read a field of a ROW column (``bid.price``
+        where ``bid`` is a column, or ``T.bid.price``), as in Flink: a qualifier that names no
+        relation in scope names a column."""
+        parts = [part.name for part in column.parts]
+        qualified = len(parts) > 1 and parts[0] in self.relations
+        if not qualified and len(parts) > 1 and self._has_column(parts[0]):
+            return field_access(self._unqualified(parts[0]), parts[1:])
+        if len(parts) > 2 and qualified:
+            return field_access(self._qualified(exp.column(parts[1], table=parts[0])), parts[2:])
+        return self._qualified(column) if column.table else self._unqualified(column.name)
+
+    def _has_column(self, name: str) -> bool:
+        return any(name in r.columns for r in self.relations.values())
+
+    def _qualified(self, column: exp.Column) -> exp.Expression:
         name = column.name
-        if column.table:
-            relation = self.relations.get(column.table)
-            if relation is None:
-                raise SQLModelError(f"unknown table or alias {column.table!r}", clause=column.sql(dialect="flink"))
-            found = relation.lookup(name)
-            if found is None:
-                raise SQLModelError(f"column {name!r} not found in {column.table!r}", clause=column.sql(dialect="flink"))
-            return found.copy()
+        relation = self.relations.get(column.table)
+        if relation is None:
+            raise SQLModelError(f"unknown table or alias {column.table!r}", clause=column.sql(dialect="flink"))
+        found = relation.lookup(name)
+        if found is None:
+            raise SQLModelError(f"column {name!r} not found in {column.table!r}", clause=column.sql(dialect="flink"))
+        return found.copy()
+
+    def _unqualified(self, name: str) -> exp.Expression:
         matches = [r.columns[name] for r in self.relations.values() if name in r.columns]
         if len(matches) > 1:
             raise SQLModelError(f"column {name!r} is ambiguous", clause=name)
@@ -302,6 +318,13 @@ class Scope:
     @property
     def main(self) -> Relation:
         return next(iter(self.relations.values()))
+
+
+def field_access(row: exp.Expression, names: list[str]) -> exp.Expression:
+    """Field access into a ROW value: ``row.a.b``."""
+    for name in names:
+        row = exp.Dot(this=row, expression=exp.to_identifier(name, quoted=_needs_quotes(name)))
+    return row
 
 
 class _SelectResolver:
@@ -362,7 +385,7 @@ class _SelectResolver:
     def _where(self, scope: Scope, base: Relation, predicate: exp.Expression) -> None:
         for conjunct in _conjuncts(predicate):
             resolved = scope.resolve(conjunct)
-            if base.window is not None and reads_window_fields(resolved):
+            if base.window is not None and reads_windowfield_access(resolved):
                 base.between.append(Clause("filter", Resolved.of(resolved, conjunct)))
             elif base.aggregate is not None:
                 base.unsupported.append(f"filter after a window aggregation: {conjunct.sql(dialect='flink')}")
@@ -383,7 +406,7 @@ class _SelectResolver:
                 rank = self._rank(scope, name, node) or rank
                 continue
             resolved = scope.resolve(node)
-            if base.window is not None and reads_window_fields(resolved) and window_field_of(resolved) is None:
+            if base.window is not None and reads_windowfield_access(resolved) and window_field_of(resolved) is None:
                 between.append(Clause("calculation", Resolved.of(resolved, written)))
             columns[name] = resolved
             names.append(name)

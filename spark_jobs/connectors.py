@@ -28,7 +28,9 @@ from typing import Callable
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
+from sqlglot import exp
 
+from stategate.analyzer.dialect import Flink
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Table
 from stategate.spark_jobs import failpoints
@@ -64,6 +66,11 @@ def spark_type(flink_type: str | None, column: str, table: str) -> str:
     if text.startswith(("TIMESTAMP", "DATETIME")):
         # Flink TIMESTAMP(3) is wall-clock time; the job session runs in UTC, so values are unchanged.
         return "TIMESTAMP"
+    if text.startswith("ROW"):  # a nested row: a struct of its fields, each typed by these rules
+        fields = exp.DataType.build(flink_type, dialect=Flink).expressions
+        return "STRUCT<" + ", ".join(
+            f"`{f.name}`: {spark_type(f.args['kind'].sql(dialect=Flink), f'{column}.{f.name}', table)}"
+            for f in fields) + ">"
     raise SQLModelError(f"column {table}.{column}: type {flink_type} is not supported on Spark")
 
 

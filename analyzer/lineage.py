@@ -120,7 +120,7 @@ def window_field_of(expr: exp.Expression) -> str | None:
     return None
 
 
-def reads_windowfield_access(expr: exp.Expression) -> bool:
+def reads_window_fields(expr: exp.Expression) -> bool:
     return any(c.table.startswith(WINDOW_MARKER) for c in expr.find_all(exp.Column))
 
 
@@ -385,7 +385,7 @@ class _SelectResolver:
     def _where(self, scope: Scope, base: Relation, predicate: exp.Expression) -> None:
         for conjunct in _conjuncts(predicate):
             resolved = scope.resolve(conjunct)
-            if base.window is not None and reads_windowfield_access(resolved):
+            if base.window is not None and reads_window_fields(resolved):
                 base.between.append(Clause("filter", Resolved.of(resolved, conjunct)))
             elif base.aggregate is not None:
                 base.unsupported.append(f"filter after a window aggregation: {conjunct.sql(dialect='flink')}")
@@ -406,7 +406,7 @@ class _SelectResolver:
                 rank = self._rank(scope, name, node) or rank
                 continue
             resolved = scope.resolve(node)
-            if base.window is not None and reads_windowfield_access(resolved) and window_field_of(resolved) is None:
+            if base.window is not None and reads_window_fields(resolved) and window_field_of(resolved) is None:
                 between.append(Clause("calculation", Resolved.of(resolved, written)))
             columns[name] = resolved
             names.append(name)

@@ -238,8 +238,9 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> str:
 
     A SUM, MIN or MAX of exact numbers whose scale is certain keeps it (``SUM:m2``: kept as
     DECIMAL(38, 2), Flink's own type for that sum). Kept at :data:`EXACT_SCALE` instead, each value
-    would be rescaled, a big-number multiplication per row and field (measured: 1.5-2 s of 20 s of
-    query time on the TUMBLE benchmark job). AVG keeps :data:`EXACT_SCALE`: its division must not
+    is rescaled, a big-number multiplication per row and field: in a JFR profile of the TUMBLE
+    benchmark job, 39-53 of about 750 samples were in Java's BigInteger and Spark's Decimal,
+    against 13-15 for Spark's own aggregation. AVG keeps :data:`EXACT_SCALE`: its division must not
     round before the result is cut to the result type."""
     if aggregate.distinct:
         return GENERIC

@@ -8,8 +8,8 @@ type: DDL fills the catalog, ``SET`` fills settings, ``INSERT INTO`` / ``SELECT`
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Mapping
 from pathlib import Path
+from typing import Mapping
 
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError

@@ -35,9 +35,11 @@ class DeploymentHook(BaseHook):
 
     :param root: the root of all jobs (``file:///srv/stategate``, ``s3://bucket/stategate``, ...)
     :param job_name: the job, a directory under ``root``
-    :param conn_id: the Airflow connection that authenticates the roots (object stores)
+    :param conn_id: the Airflow connection that authenticates the roots (object stores); empty
+        or None: none
     :param checkpoint_root: where checkpoints, archives and staged SQL live when not beside the
-        records, for example records on S3 and checkpoints on the cluster's HDFS
+        records, for example records on S3 and checkpoints on the cluster's HDFS; empty or None:
+        beside them
     """
 
     conn_name_attr = "conn_id"
@@ -46,8 +48,9 @@ class DeploymentHook(BaseHook):
     def __init__(self, root: str, job_name: str, conn_id: str | None = None,
                  checkpoint_root: str | None = None) -> None:
         super().__init__()
-        self.conn_id = conn_id
-        self.job = JobRoot(root, job_name, conn_id, checkpoint_root)
+        # A templated operator field renders "none" as an empty string.
+        self.conn_id = conn_id or None
+        self.job = JobRoot(root, job_name, self.conn_id, checkpoint_root or None)
         self.records = RecordStore(self.job)
         self.lock = RedeployLock(self.job)
         self.archiver = Archiver(self.job)

@@ -31,4 +31,4 @@ class JobRootOperator(BaseOperator):
 
     @property
     def hook(self) -> DeploymentHook:
-        return DeploymentHook(self.root, self.job_name, self.conn_id or None, self.checkpoint_root or None)
+        return DeploymentHook(self.root, self.job_name, self.conn_id, self.checkpoint_root)

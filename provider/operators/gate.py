@@ -92,7 +92,7 @@ class StateGateOperator(BaseBranchOperator):
             model = build(sql, source=source)
         except SQLModelError as error:
             raise AirflowFailException(f"the new SQL does not parse: {error}") from None
-        hook = DeploymentHook(self.root, self.job_name, self.conn_id or None, self.checkpoint_root or None)
+        hook = DeploymentHook(self.root, self.job_name, self.conn_id, self.checkpoint_root)
         run_id = context["run_id"]
         ti = context["ti"]
         try:

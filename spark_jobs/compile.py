@@ -15,8 +15,9 @@ which aggregate comes from the layout the checkpoint guard planned (``analyzer.l
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, ContextManager, Iterator
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window as SparkWindow
 from pyspark.sql import functions as F
@@ -53,7 +54,9 @@ class Stage:
 class CompiledPipeline:
     pipeline: Pipeline
     stream: DataFrame
-    finalize: Callable[[DataFrame, int], DataFrame]  # a micro-batch of the stream → sink rows
+    #: A micro-batch of the stream → its sink rows, readable inside the ``with`` block (HOP and
+    #: CUMULATE keep the batch's slices cached until then).
+    finalize: Callable[[DataFrame, int], ContextManager[DataFrame]]
     sink: Table | None
 
 
@@ -74,8 +77,13 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
                             clause=error.clause or pipeline.name) from None
     assembler = stage.assembler
 
-    def finalize(batch: DataFrame, batch_id: int) -> DataFrame:
-        return rows(assembler(batch, batch_id) if assembler else batch)
+    @contextmanager
+    def finalize(batch: DataFrame, batch_id: int) -> Iterator[DataFrame]:
+        if assembler is None:
+            yield rows(batch)
+            return
+        with assembler(batch, batch_id) as windows:
+            yield rows(windows)
 
     return CompiledPipeline(pipeline, stage.stream, finalize, sink)
 

@@ -6,7 +6,7 @@ import logging
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable, Mapping
+from typing import Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -92,10 +92,11 @@ def _writer(pipeline: CompiledPipeline, source: str) -> BatchWriter:
 
 
 def _start(pipeline: CompiledPipeline, writer: BatchWriter, location: str, options: dict) -> StreamingQuery:
-    finalize: Callable[[DataFrame, int], DataFrame] = pipeline.finalize
+    finalize = pipeline.finalize
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        writer(finalize(batch, batch_id), batch_id)
+        with finalize(batch, batch_id) as rows:
+            writer(rows, batch_id)
 
     return (pipeline.stream.writeStream.outputMode("append").foreachBatch(write_batch)
             .option("checkpointLocation", location).trigger(**options).start())

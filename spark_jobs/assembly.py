@@ -24,7 +24,13 @@ Why this mechanism (issue #11, measured here on 1M bids / 500 keys, HOP 60 min /
   size; a prefix over the end's block and a suffix over the start's block, van Herk / Gil-Werman),
   on Spark's window operator. No window rescans its slices, but the operator's two sorts,
   interpreted aggregates and extra stages cost more than the pairs save: 50.5-56.2 s of query
-  time for HOP 60 min / 1 min against 31.9-39.3 s for this assembly (same machine, alternating).
+  time for HOP 60 min / 1 min against 31.9-39.3 s for this assembly (same machine, alternating);
+* tried and dropped: combining once per group the slices that count in every window a batch
+  closes, and pairing only the others with each window end (324 pairs per group instead of 1,080
+  for HOP 60 min / 1 min). The second aggregation it needs cost more than the pairs it saved, in
+  query time 27.3-28.3 s against 26.0-26.7 s for HOP 60/1, and 29.0-29.4 s against 27.2-27.9 s for
+  HOP 1440 min / 1 min on 200k bids, whose cost is the closing batch: there the watermark jumps
+  past every window, so no slice counts in all of them.
 """
 
 from __future__ import annotations
@@ -59,7 +65,10 @@ class WindowAssembler:
     def __call__(self, slices: DataFrame, batch_id: int) -> Iterator[DataFrame]:
         """The windows the batch closes, readable until the ``with`` block ends: the pool of slices
         they are combined from stays cached until then, so the batch's writer computes them in its
-        own action (materializing them first took a Spark job more, about 140 ms a batch)."""
+        own action (materializing them first took a Spark job more, about 140 ms a batch). Their
+        plan must read the pool once: where it read the cached pool twice, Spark ran stage 1, the
+        stateful aggregation, again for the second read (tests/spark_jobs/test_assembly.py counts
+        the state updates of each batch)."""
         spark = slices.sparkSession
         storage = HadoopStorage(spark)
         low, high = self._watermark(storage, batch_id - 1), self._watermark(storage, batch_id)

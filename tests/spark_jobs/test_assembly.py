@@ -3,6 +3,7 @@ computes in one pass over all the data, whatever the window's size / slide and t
 
 from __future__ import annotations
 
+import math
 import os
 import random
 from datetime import datetime, timedelta
@@ -12,7 +13,8 @@ import pytest
 from pyspark.sql import functions as F
 
 from stategate.spark_jobs.assembly import SLICES_DIR
-from tests.spark_jobs.helpers import BID_COLUMNS, collect
+from stategate.spark_jobs.job import run
+from tests.spark_jobs.helpers import BID_COLUMNS
 
 START = datetime(2026, 3, 1, 9, 0)
 
@@ -44,6 +46,11 @@ def job(source: Path, tvf: str) -> str:
             f"FROM TABLE({tvf})\nGROUP BY supplier_id, window_start, window_end;")
 
 
+def _minutes(line: str) -> int:
+    """Minutes since the epoch of a bid line's time."""
+    return int((datetime.fromisoformat(line.split(",")[0]) - datetime(1970, 1, 1)).total_seconds() // 60)
+
+
 def reference(spark, source: Path, size_min: int, slide_min: int, cumulate: bool) -> list[tuple]:
     """Spark's own sliding windows over all the bids at once (cumulative: each window's period only)."""
     bids = spark.read.schema("bidtime TIMESTAMP, price DECIMAL(10, 2), item STRING, supplier_id STRING") \
@@ -71,12 +78,23 @@ def reference(spark, source: Path, size_min: int, slide_min: int, cumulate: bool
 def test_assembled_windows_equal_one_pass_over_all_the_data(spark, tmp_path, tvf, size, slide, cumulate) -> None:
     source = tmp_path / "bids"
     write_bids(source)
-    rows = collect(spark, job(source, tvf), tmp_path / "checkpoint")
+    emitted: list = []
+    query = run(spark, job(source, tvf), tmp_path / "checkpoint",
+                writers={"select#1": lambda df, _: emitted.extend(df.collect())}).queries[0]
+    rows = sorted(tuple("NULL" if v is None else str(v) for v in row) for row in emitted)
     assert [r[:3] for r in rows if r[2] == "closer"] == []
     expected = reference(spark, source, size, slide, cumulate)
     assert len(expected) > 50
     assert [r[:3] + (r[3], r[4].rstrip("0"), r[5], r[6]) for r in rows] == \
         [e[:3] + (e[3], e[4].rstrip("0"), e[5], e[6]) for e in expected]
+    # Stage 1 runs once per batch: its state is updated once for each supplier and slice the batch's
+    # file holds (assembling the windows must read the cached slices, not run the aggregation again).
+    slice_min = math.gcd(size, slide)
+    files = sorted(source.glob("*.csv"), key=lambda f: f.stat().st_mtime)
+    groups = [len({(line.split(",")[3], _minutes(line) // slice_min) for line in f.read_text().splitlines()})
+              for f in files]
+    updated = [p["stateOperators"][0]["numRowsUpdated"] for p in query.recentProgress if p["numInputRows"]]
+    assert updated == groups
     # Side state is one snapshot per batch, and only the last two are kept.
     snapshots = sorted(int(p.name) for p in (tmp_path / "checkpoint" / "select#1" / SLICES_DIR).iterdir())
     assert len(snapshots) <= 2 and snapshots[-1] >= 6

@@ -313,4 +313,6 @@ def _pipeline(relation: Relation, sink: str | None, index: int, statement: State
         line=statement.line,
         written=statement.text,
         unsupported=tuple(relation.unsupported),
+        joins=tuple(relation.joins),
+        joined=tuple(relation.joined),
     )

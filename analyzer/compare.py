@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-
+from itertools import zip_longest
 from typing import Any, Mapping
 
 from stategate.analyzer.build import build
@@ -101,12 +101,15 @@ def _first_line(text: str) -> str:
 
 def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
     old, new = change.old, change.new
+    joins = _joins(change)
     if old.aggregate is None or new.aggregate is None:
         if old.aggregate is None and new.aggregate is None:
             if _unchanged(change):
                 return [Finding("stategate.unchanged", FULL,
                                 "the query and every table, view, function and setting it can read are "
                                 "unchanged: whatever state it keeps is as it was")], AggregatePlan()
+            if joins:
+                return joins, AggregatePlan()
             return [Finding("stategate.no-window-aggregation", UNKNOWN,
                             "no window aggregation in this query: the state it may keep (a join, a "
                             "deduplication, a Top-N, ...) is outside the window rules",
@@ -121,6 +124,7 @@ def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
                                 _first_line(old.written), _first_line(new.written)))
     findings += coverage.check(change)
     findings += _upstream(change)
+    findings += joins
     if not findings:
         findings.append(Finding("stategate.unchanged", FULL,
                                 "window, group keys and aggregates are unchanged: a state-neutral edit"))
@@ -165,6 +169,31 @@ def _upstream(change: Change) -> list[Finding]:
                       change.old_model, change.new_model)
     findings, _ = _compare_pipeline(upstream)
     return [_tag(f, "upstream window") for f in findings if f.rule != "stategate.unchanged"]
+
+
+def _joins(change: Change) -> list[Finding]:
+    """The joins of a changed query: each an operator with state no seed rule covers (UNKNOWN, named),
+    and each window aggregation in a joined branch judged by its own rules, so that a change the
+    rules call INCOMPATIBLE stays INCOMPATIBLE beside the join. Branches match in query order."""
+    old, new = change.old, change.new
+    if not (old.joins or new.joins) or _unchanged(change):
+        return []
+    findings = [Finding("stategate.join", UNKNOWN,
+                        f"the query joins ({'; '.join(_first_line(j) for j in new.joins or old.joins)}): no rule "
+                        "covers the state of a join, so a human decides whether it can be reused",
+                        "; ".join(map(_first_line, old.joins)), "; ".join(map(_first_line, new.joins)))]
+    for index, (old_agg, new_agg) in enumerate(zip_longest(old.joined, new.joined)):
+        label = f"joined window {index + 1}"
+        if old_agg is None or new_agg is None:
+            findings.append(Finding("stategate.aggregation.added-or-removed", Verdict.INCOMPATIBLE,
+                                    "a joined branch gained or lost its window aggregation",
+                                    _first_line(old_agg.written if old_agg else ""),
+                                    _first_line(new_agg.written if new_agg else ""), label))
+            continue
+        branch, _ = _compare_pipeline(Change(_as_pipeline(old, old_agg), _as_pipeline(new, new_agg),
+                                             change.old_model, change.new_model))
+        findings += [_tag(f, label) for f in branch if f.rule != "stategate.unchanged"]
+    return findings
 
 
 def _as_pipeline(pipeline: Pipeline, aggregate: WindowAggregate) -> Pipeline:

@@ -82,6 +82,8 @@ class Relation:
     open_columns: bool = False  # an undeclared table: any column name resolves to it
     unsupported: list[str] = field(default_factory=list)
     functions_used: list[str] = field(default_factory=list)
+    joins: list[str] = field(default_factory=list)  # join clauses met on the way, as written
+    joined: list[WindowAggregate] = field(default_factory=list)  # window aggregations in joined branches
 
     def lookup(self, name: str) -> exp.Expression | None:
         if name in self.columns:
@@ -346,9 +348,13 @@ class _SelectResolver:
             if isinstance(target, LateralTable):
                 self._lateral(target, base, relations)
             else:
-                base.unsupported.append(f"join: {join.sql(dialect='flink')[:80]}")
+                written = " ".join(join.sql(dialect="flink").split())
                 j_alias, j_rel = self.resolver.from_item(target)
                 relations[j_alias] = j_rel
+                # The joined branch keeps state of its own: its window aggregation (with the
+                # cascade feeding it) and whatever it joined itself.
+                base.joins += [written, *j_rel.joins]
+                base.joined += [*([j_rel.aggregate] if j_rel.aggregate is not None else []), *j_rel.joined]
         scope = Scope(relations)
         self._note_unsupported(base)
         self._functions(base)
@@ -532,7 +538,7 @@ class _SelectResolver:
         return Relation(
             columns=columns, names=list(columns), source=aggregate, level=level if window else base.level,
             aggregate=aggregate, outputs=outputs, unsupported=base.unsupported,
-            functions_used=base.functions_used, udtfs=list(base.udtfs),
+            functions_used=base.functions_used, udtfs=list(base.udtfs), joins=base.joins, joined=base.joined,
         )
 
     def _group_window(self, scope: Scope, base: Relation, node: GroupWindow) -> Window:
@@ -697,4 +703,6 @@ def _copy(relation: Relation) -> Relation:
         outputs=list(relation.outputs),
         unsupported=list(relation.unsupported),
         functions_used=list(relation.functions_used),
+        joins=list(relation.joins),
+        joined=list(relation.joined),
     )

@@ -226,6 +226,8 @@ class Pipeline:
     line: int | None = None
     written: str = field(compare=False, default="")
     unsupported: tuple[str, ...] = ()  # constructs no rule covers (joins, OVER windows, ...)
+    joins: tuple[str, ...] = ()  # its join clauses, as written: operators with state of their own
+    joined: tuple[WindowAggregate, ...] = ()  # window aggregations in joined branches, in query order
 
 
 @dataclass(frozen=True)

@@ -93,6 +93,8 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
 def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
     if pipeline.unsupported:
         raise SQLModelError(f"not supported on Spark: {pipeline.unsupported[0]}")
+    if pipeline.joins:
+        raise SQLModelError(f"not supported on Spark: join: {pipeline.joins[0][:80]}")
     if model.emit_enabled():
         raise SQLModelError("early-fire / late-fire (table.exec.emit.*) is not supported on Spark")
     if pipeline.aggregate is None:

@@ -1,0 +1,105 @@
+"""Joins: each window aggregation in a joined branch is judged by its seed rules, and the join itself
+is an operator no rule covers (UNKNOWN, named) unless the query is unchanged.
+
+The jobs have the shapes of Nexmark's q7 (bids joined with the highest price of each tumbling window)
+and q8 (persons and auctions, each windowed, joined on the seller and the window)."""
+
+from __future__ import annotations
+
+from stategate.analyzer import Verdict, build, compare
+
+SOURCES = """CREATE TABLE bid (auction BIGINT, bidder BIGINT, price BIGINT, dateTime TIMESTAMP(3),
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND) WITH ('connector' = 'filesystem', 'path' = 'b', 'format' = 'json');
+CREATE TABLE person (id BIGINT, name STRING, dateTime TIMESTAMP(3),
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND) WITH ('connector' = 'filesystem', 'path' = 'p', 'format' = 'json');
+CREATE TABLE auction (id BIGINT, seller BIGINT, dateTime TIMESTAMP(3),
+  WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND) WITH ('connector' = 'filesystem', 'path' = 'a', 'format' = 'json');
+"""
+
+
+def highest_bid(size: str = "10", branch: str = "MAX(price) AS maxprice", alias: str = "dateTime") -> str:
+    """q7's shape: every bid whose price is the highest of the tumbling window it ended in."""
+    return SOURCES + f"""CREATE TABLE highest (auction BIGINT, price BIGINT, bidder BIGINT, dateTime TIMESTAMP(3))
+  WITH ('connector' = 'print');
+INSERT INTO highest
+SELECT B.auction, B.price, B.bidder, B.dateTime AS {alias}
+FROM bid B
+JOIN (
+  SELECT {branch}, window_end AS endtime
+  FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '{size}' SECOND))
+  GROUP BY window_start, window_end
+) B1 ON B.price = B1.maxprice
+WHERE B.dateTime BETWEEN B1.endtime - INTERVAL '{size}' SECOND AND B1.endtime;"""
+
+
+def new_users(auction_aggregates: str = "") -> str:
+    """q8's shape: persons who opened an auction in the tumbling window they registered in."""
+    return SOURCES + f"""CREATE TABLE newcomers (id BIGINT, name STRING, starttime TIMESTAMP(3))
+  WITH ('connector' = 'print');
+INSERT INTO newcomers
+SELECT P.id, P.name, P.starttime
+FROM (
+  SELECT id, name, window_start AS starttime, window_end AS endtime
+  FROM TABLE(TUMBLE(TABLE person, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY id, name, window_start, window_end
+) P
+JOIN (
+  SELECT seller, window_start AS starttime, window_end AS endtime{auction_aggregates}
+  FROM TABLE(TUMBLE(TABLE auction, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))
+  GROUP BY seller, window_start, window_end
+) A ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime;"""
+
+
+def rules(report) -> dict[str, tuple[Verdict, str]]:
+    return {f.rule: (f.effect, f.pipeline) for f in report.findings}
+
+
+def test_a_window_change_inside_a_joined_branch_is_incompatible_beside_the_join() -> None:
+    report = compare(highest_bid("10"), highest_bid("60"))
+    assert report.verdict is Verdict.INCOMPATIBLE
+    found = rules(report)
+    assert found["window-tvf.window.size"] == (Verdict.INCOMPATIBLE, "joined window 1")
+    assert found["stategate.join"][0] is Verdict.UNKNOWN
+    join = next(f for f in report.findings if f.rule == "stategate.join")
+    assert "JOIN (SELECT MAX(price) AS maxprice" in join.message  # the join is named
+
+
+def test_an_aggregate_added_to_a_joined_branch_is_partial_and_the_join_leaves_it_to_a_human() -> None:
+    report = compare(highest_bid(), highest_bid(branch="MAX(price) AS maxprice, COUNT(*) AS bids"))
+    assert report.verdict is Verdict.UNKNOWN
+    branch = [f for f in report.findings if f.pipeline == "joined window 1"]
+    assert branch and max(f.effect for f in branch) is Verdict.PARTIAL
+    assert "stategate.join" in rules(report)
+
+
+def test_the_first_aggregate_of_a_joined_side_is_incompatible() -> None:
+    report = compare(new_users(), new_users(", COUNT(*) AS auctions"))
+    assert report.verdict is Verdict.INCOMPATIBLE
+    assert rules(report)["window-tvf.aggregate.added-to-none"] == (Verdict.INCOMPATIBLE, "joined window 1")
+
+
+def test_a_joined_branch_gaining_its_window_aggregation_is_incompatible() -> None:
+    plain = highest_bid().replace(
+        "SELECT MAX(price) AS maxprice, window_end AS endtime\n"
+        "  FROM TABLE(TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '10' SECOND))\n"
+        "  GROUP BY window_start, window_end",
+        "SELECT price AS maxprice, dateTime AS endtime FROM bid")
+    assert build(plain).pipelines[0].joined == ()
+    report = compare(plain, highest_bid())
+    assert report.verdict is Verdict.INCOMPATIBLE
+    assert rules(report)["stategate.aggregation.added-or-removed"][0] is Verdict.INCOMPATIBLE
+
+
+def test_unchanged_queries_with_joins_are_full() -> None:
+    for sql in (highest_bid(), new_users()):
+        report = compare(sql, sql)
+        assert report.verdict is Verdict.FULL, report.findings
+
+
+def test_every_window_aggregation_of_a_join_is_in_the_model() -> None:
+    q8 = build(new_users()).pipelines[0]
+    assert q8.aggregate is not None and q8.aggregate.source_table == "person"
+    assert [a.source_table for a in q8.joined] == ["auction"]
+    assert len(q8.joins) == 1 and q8.joins[0].startswith("JOIN (SELECT seller")
+    q7 = build(highest_bid()).pipelines[0]
+    assert q7.aggregate is None and [a.window.shape.size_ms for a in q7.joined] == [10_000]

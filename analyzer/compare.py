@@ -111,8 +111,8 @@ def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
             if joins:
                 return joins, AggregatePlan()
             return [Finding("stategate.no-window-aggregation", UNKNOWN,
-                            "no window aggregation in this query: the state it may keep (a join, a "
-                            "deduplication, a Top-N, ...) is outside the window rules",
+                            "no window aggregation in this query: the state it may keep (a deduplication, "
+                            "a Top-N, ...) is outside the window rules",
                             _first_line(old.written), _first_line(new.written))], AggregatePlan()
         return [Finding("stategate.aggregation.added-or-removed", Verdict.INCOMPATIBLE,
                         "the query gained or lost its aggregation",

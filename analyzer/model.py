@@ -225,7 +225,7 @@ class Pipeline:
     functions_used: tuple[str, ...]
     line: int | None = None
     written: str = field(compare=False, default="")
-    unsupported: tuple[str, ...] = ()  # constructs no rule covers (joins, OVER windows, ...)
+    unsupported: tuple[str, ...] = ()  # constructs no rule covers (OVER windows, ORDER BY, ...)
     joins: tuple[str, ...] = ()  # its join clauses, as written: operators with state of their own
     joined: tuple[WindowAggregate, ...] = ()  # window aggregations in joined branches, in query order
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from stategate.spark_jobs.job import run
+from stategate.spark_jobs.job import RunResult, run
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 
@@ -31,6 +31,12 @@ def seed_bids(tmp: Path, closing: bool = True) -> Path:
 
 def collect(spark, sql: str, checkpoint: Path, pipeline: str = "select#1", **options) -> list[tuple]:
     """Run ``sql`` to completion (available-now) and return the emitted rows as sorted tuples of text."""
+    return collect_run(spark, sql, checkpoint, pipeline, **options)[0]
+
+
+def collect_run(spark, sql: str, checkpoint: Path, pipeline: str = "select#1",
+                **options) -> tuple[list[tuple], RunResult]:
+    """:func:`collect`, and the run itself (its queries' progress)."""
     rows: list = []
-    run(spark, sql, checkpoint, writers={pipeline: lambda df, _: rows.extend(df.collect())}, **options)
-    return sorted(tuple("NULL" if v is None else str(v) for v in row) for row in rows)
+    result = run(spark, sql, checkpoint, writers={pipeline: lambda df, _: rows.extend(df.collect())}, **options)
+    return sorted(tuple("NULL" if v is None else str(v) for v in row) for row in rows), result

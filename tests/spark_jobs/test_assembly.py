@@ -13,8 +13,7 @@ import pytest
 from pyspark.sql import functions as F
 
 from stategate.spark_jobs.assembly import SLICES_DIR
-from stategate.spark_jobs.job import run
-from tests.spark_jobs.helpers import BID_COLUMNS
+from tests.spark_jobs.helpers import BID_COLUMNS, collect_run
 
 START = datetime(2026, 3, 1, 9, 0)
 
@@ -78,10 +77,7 @@ def reference(spark, source: Path, size_min: int, slide_min: int, cumulate: bool
 def test_assembled_windows_equal_one_pass_over_all_the_data(spark, tmp_path, tvf, size, slide, cumulate) -> None:
     source = tmp_path / "bids"
     write_bids(source)
-    emitted: list = []
-    query = run(spark, job(source, tvf), tmp_path / "checkpoint",
-                writers={"select#1": lambda df, _: emitted.extend(df.collect())}).queries[0]
-    rows = sorted(tuple("NULL" if v is None else str(v) for v in row) for row in emitted)
+    rows, result = collect_run(spark, job(source, tvf), tmp_path / "checkpoint")
     assert [r[:3] for r in rows if r[2] == "closer"] == []
     expected = reference(spark, source, size, slide, cumulate)
     assert len(expected) > 50
@@ -93,7 +89,8 @@ def test_assembled_windows_equal_one_pass_over_all_the_data(spark, tmp_path, tvf
     files = sorted(source.glob("*.csv"), key=lambda f: f.stat().st_mtime)
     groups = [len({(line.split(",")[3], _minutes(line) // slice_min) for line in f.read_text().splitlines()})
               for f in files]
-    updated = [p["stateOperators"][0]["numRowsUpdated"] for p in query.recentProgress if p["numInputRows"]]
+    progress = result.queries[0].recentProgress
+    updated = [p["stateOperators"][0]["numRowsUpdated"] for p in progress if p["numInputRows"]]
     assert updated == groups
     # Side state is one snapshot per batch, and only the last two are kept.
     snapshots = sorted(int(p.name) for p in (tmp_path / "checkpoint" / "select#1" / SLICES_DIR).iterdir())

@@ -101,13 +101,13 @@ def _first_line(text: str) -> str:
 
 def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
     old, new = change.old, change.new
-    joins = _joins(change)
     if old.aggregate is None or new.aggregate is None:
         if old.aggregate is None and new.aggregate is None:
             if _unchanged(change):
                 return [Finding("stategate.unchanged", FULL,
                                 "the query and every table, view, function and setting it can read are "
                                 "unchanged: whatever state it keeps is as it was")], AggregatePlan()
+            joins = _joins(change)
             if joins:
                 return joins, AggregatePlan()
             return [Finding("stategate.no-window-aggregation", UNKNOWN,
@@ -124,7 +124,7 @@ def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
                                 _first_line(old.written), _first_line(new.written)))
     findings += coverage.check(change)
     findings += _upstream(change)
-    findings += joins
+    findings += _joins(change)
     if not findings:
         findings.append(Finding("stategate.unchanged", FULL,
                                 "window, group keys and aggregates are unchanged: a state-neutral edit"))

@@ -31,6 +31,7 @@ from stategate.analyzer.model import WINDOW_FIELDS, Aggregate, JobModel, Pipelin
 from stategate.spark_jobs import state
 from stategate.spark_jobs.connectors import read_stream, spark_type
 from stategate.spark_jobs.expressions import to_column
+from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
 from stategate.spark_jobs.assembly import WindowAssembler
 from stategate.spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
 from stategate.spark_jobs.state import Slot
@@ -197,33 +198,45 @@ def _source_input(spark: SparkSession, model: JobModel, aggregate: WindowAggrega
     table = model.tables.get(name)  # type: ignore[arg-type]
     if table is None:
         raise SQLModelError(f"table {name} is read but not declared with CREATE TABLE")
-    if table.rowtime is None or table.watermark_delay_ms is None:
-        raise SQLModelError(f"table {name} needs WATERMARK FOR <column> AS <column> - INTERVAL '...' "
-                            "for event-time windows")
-    window = aggregate.window
-    rowtime = time_attribute(table)
-    if window.time_attr.key != sql_key(rowtime):
-        raise SQLModelError(f"window time attribute {window.time_attr.written} must be the rowtime column "
-                            f"{table.rowtime} of {table.name} (processing-time windows are not supported)")
     mapping = {sql_key(source_column(table.name, c.name)): c.name for c in table.columns if c.computed is None}
     df = read_stream(spark, table)
-    if not isinstance(rowtime, exp.Column):  # computed: the watermark is declared on a column
-        df = df.withColumn(table.rowtime, to_column(rowtime, mapping))
-    df = df.withWatermark(table.rowtime, f"{table.watermark_delay_ms} milliseconds")
+    window = aggregate.window
+    if window.time_kind == "proctime":
+        df = with_processing_time(spark, df)
+        time = PROCTIME
+        df = df.where(_after_watermark(is_record(), time))
+    else:
+        rowtime = time_attribute(table)
+        if table.rowtime is None or table.watermark_delay_ms is None:
+            raise SQLModelError(f"table {name} needs WATERMARK FOR <column> AS <column> - INTERVAL '...' "
+                                "for event-time windows")
+        if window.time_attr.key != sql_key(rowtime):
+            raise SQLModelError(f"window time attribute {window.time_attr.written} must be the rowtime column "
+                                f"{table.rowtime} of {table.name} or a processing-time attribute (PROCTIME())")
+        time = table.rowtime
+        if not isinstance(rowtime, exp.Column):  # computed: the watermark is declared on a column
+            df = df.withColumn(time, to_column(rowtime, mapping))
+        df = df.withWatermark(time, f"{table.watermark_delay_ms} milliseconds")
     for predicate in aggregate.filters:
-        df = df.where(_after_watermark(to_column(predicate.expr, mapping), table.rowtime))
-    return df.withColumn("ts", F.col(table.rowtime)), mapping
+        df = df.where(_after_watermark(to_column(predicate.expr, mapping), time))
+    return df.withColumn("ts", F.col(time)), mapping
 
 
-def _after_watermark(predicate: Column, rowtime: str) -> Column:
+def _after_watermark(predicate: Column, time: str) -> Column:
     """``predicate`` as a filter that Spark keeps after the watermark.
 
     Flink generates the watermark at the source, from every record. Spark's optimizer moves a
     filter that does not read the event time below the watermark, which then sees only the rows
     that pass: a view keeping the bids of an event stream (Nexmark's shape) left the watermark
-    behind the stream's other events, and its last windows never closed. Reading the event time
-    keeps the filter above the watermark (a record without one cannot be windowed anyway)."""
-    return F.when(F.col(rowtime).isNotNull(), predicate)
+    behind the stream's other events, and its last windows never closed; the clock's ticks of
+    processing time would move no watermark at all. Reading the event time keeps the filter above
+    the watermark. A comparison, because ``IS NOT NULL`` of a time that cannot be null (processing
+    time) is folded to true, and the filter moved again; a record without a time cannot be windowed."""
+    return F.when(F.unix_micros(F.col(time)) > F.lit(_NO_TIME), predicate)
+
+
+#: Below every time Spark can hold, in microseconds since the epoch.
+_NO_TIME = -(1 << 63)
 
 
 def _cascade_input(upstream: Stage) -> tuple[DataFrame, dict[str, str]]:
@@ -252,6 +265,8 @@ def _finalizer(pipeline: Pipeline, stage: Stage, sink: Table | None) -> Callable
     mapping.update({slot.aggregate.expr_key: f"a{i}" for i, slot in enumerate(stage.slots)})
     for name in WINDOW_FIELDS:
         mapping[sql_key(window_column(level, name))] = name
+    # A legacy *_PROCTIME is written as window_time is (spark_jobs.proctime says why).
+    mapping[sql_key(window_column(level, "window_proctime"))] = "window_time"
     topn = pipeline.topn
     rank_key = sql_key(exp.column(topn.rank_column, table="$rank")) if topn else None
     if rank_key:

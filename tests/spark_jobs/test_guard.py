@@ -54,6 +54,10 @@ def time_attribute_moved(ddl: str) -> str:
         .replace("WATERMARK FOR bidtime AS bidtime", "WATERMARK FOR paid_at AS paid_at")
 
 
+def with_proctime(ddl: str) -> str:
+    return ddl.replace("supplier_id STRING", "supplier_id STRING, pt AS PROCTIME()")
+
+
 @pytest.mark.parametrize("edit_ddl, v2, verdict", [
     pytest.param(str, V1.replace("'10' MINUTES", "'5' MINUTES"), "INCOMPATIBLE", id="window-size"),
     # Two STRING keys swapped: Spark's own state-schema check would pass and read the wrong state.
@@ -61,6 +65,8 @@ def time_attribute_moved(ddl: str) -> str:
                             "supplier_id, item, window_start, window_end"), "INCOMPATIBLE", id="same-typed-keys-swapped"),
     pytest.param(time_attribute_moved, V1.replace("DESCRIPTOR(bidtime)", "DESCRIPTOR(paid_at)"), "INCOMPATIBLE",
                  id="time-attribute"),
+    pytest.param(with_proctime, V1.replace("DESCRIPTOR(bidtime)", "DESCRIPTOR(pt)"), "INCOMPATIBLE",
+                 id="rowtime-to-proctime"),
     pytest.param(with_cheap_view, V1.replace("TABLE Bid,", "TABLE Cheap,"), "UNKNOWN", id="source-view"),
 ])
 def test_refuses_incompatible_and_unknown_restarts_leaving_state_untouched(

@@ -1,0 +1,197 @@
+"""The Nexmark benchmark's windowed queries as its Flink SQL publishes them (nexmark/nexmark,
+``nexmark-flink/src/main/resources/queries``), with only the connectors swapped: the source is a
+directory of JSON events, each sink a directory of CSV files. And a generator of their events.
+
+The source is one stream of events, a nested row per kind (``person``, ``auction``, ``bid``), its
+rowtime computed from whichever row the event holds, and a view per kind.
+"""
+
+from __future__ import annotations
+
+import json
+import random
+from dataclasses import dataclass
+from datetime import datetime, timedelta
+from pathlib import Path
+
+START = datetime(2020, 4, 15, 8, 0, 0)
+PERSON, AUCTION, BID = 0, 1, 2
+
+SOURCE = """CREATE TABLE nexmark (
+    event_type int,
+    person ROW<
+        id  BIGINT,
+        name  VARCHAR,
+        emailAddress  VARCHAR,
+        creditCard  VARCHAR,
+        city  VARCHAR,
+        state  VARCHAR,
+        dateTime TIMESTAMP(3),
+        extra  VARCHAR>,
+    auction ROW<
+        id  BIGINT,
+        itemName  VARCHAR,
+        description  VARCHAR,
+        initialBid  BIGINT,
+        reserve  BIGINT,
+        dateTime  TIMESTAMP(3),
+        expires  TIMESTAMP(3),
+        seller  BIGINT,
+        category  BIGINT,
+        extra  VARCHAR>,
+    bid ROW<
+        auction  BIGINT,
+        bidder  BIGINT,
+        price  BIGINT,
+        dateTime  TIMESTAMP(3),
+        extra  VARCHAR>,
+    dateTime AS
+        CASE
+            WHEN event_type = 0 THEN person.dateTime
+            WHEN event_type = 1 THEN auction.dateTime
+            ELSE bid.dateTime
+        END,
+    WATERMARK FOR dateTime AS dateTime - INTERVAL '4' SECOND
+) WITH (
+    'connector' = 'filesystem',
+    'path' = '{events}',
+    'format' = 'json'
+);
+
+CREATE VIEW person AS
+SELECT
+    person.id,
+    person.name,
+    person.emailAddress,
+    person.creditCard,
+    person.city,
+    person.state,
+    dateTime,
+    person.extra
+FROM nexmark WHERE event_type = 0;
+
+CREATE VIEW auction AS
+SELECT
+    auction.id,
+    auction.itemName,
+    auction.description,
+    auction.initialBid,
+    auction.reserve,
+    dateTime,
+    auction.expires,
+    auction.seller,
+    auction.category,
+    auction.extra
+FROM nexmark WHERE event_type = 1;
+
+CREATE VIEW bid AS
+SELECT
+    bid.auction,
+    bid.bidder,
+    bid.price,
+    dateTime,
+    bid.extra
+FROM nexmark WHERE event_type = 2;
+"""
+
+
+def _sink(name: str, columns: str) -> str:
+    return (f"CREATE TABLE {name} (\n{columns}\n) WITH (\n  'connector' = 'filesystem',\n"
+            f"  'path' = '{{out}}/{name}',\n  'format' = 'csv'\n);\n")
+
+
+#: Query name → (sink table, the query's script after the source).
+QUERIES: dict[str, tuple[str, str]] = {
+    "q11": ("nexmark_q11", _sink("nexmark_q11", "  bidder BIGINT,\n  bid_count BIGINT,\n  starttime TIMESTAMP(3),\n"
+                                                "  endtime TIMESTAMP(3)") + """
+INSERT INTO nexmark_q11
+SELECT
+    B.bidder,
+    count(*) as bid_count,
+    SESSION_START(B.dateTime, INTERVAL '10' SECOND) as starttime,
+    SESSION_END(B.dateTime, INTERVAL '10' SECOND) as endtime
+FROM bid B
+GROUP BY B.bidder, SESSION(B.dateTime, INTERVAL '10' SECOND);
+"""),
+    "q12": ("discard_sink", _sink("discard_sink", "  bidder BIGINT,\n  bid_count BIGINT,\n  starttime TIMESTAMP(3),\n"
+                                                  "  endtime TIMESTAMP(3)") + """
+CREATE VIEW B AS SELECT *, PROCTIME() as p_time FROM bid;
+
+INSERT INTO discard_sink
+SELECT
+    bidder,
+    count(*) as bid_count,
+    window_start AS starttime,
+    window_end AS endtime
+FROM TABLE(
+        TUMBLE(TABLE B, DESCRIPTOR(p_time), INTERVAL '10' SECOND))
+GROUP BY bidder, window_start, window_end;
+"""),
+}
+
+
+def script(query: str, events: Path, out: Path) -> str:
+    """The query's whole job script: the source, its views, the sink and the INSERT."""
+    return (SOURCE + QUERIES[query][1]).replace("{events}", str(events)).replace("{out}", str(out))
+
+
+@dataclass(frozen=True)
+class Mix:
+    """How many of every 20 events are persons and auctions (the rest are bids)."""
+
+    persons: int = 2
+    auctions: int = 4
+
+
+def generate(count: int, seed: int = 7, step: timedelta = timedelta(milliseconds=100), mix: Mix = Mix(),
+             close: bool = True) -> list[dict]:
+    """``count`` events in time order, ``step`` apart: persons, the auctions they sell (sellers are
+    recent persons, so a seller and its auction often share a window) and bids on recent auctions
+    by known persons. With ``close``, a last person far ahead moves the watermark past every window."""
+    rng = random.Random(seed)
+    events: list[dict] = []
+    persons: list[int] = []
+    auctions: list[int] = []
+    for i in range(count):
+        at = START + step * i
+        when = _time(at)
+        draw = rng.randrange(20)
+        if draw < mix.persons or not persons:
+            persons.append(len(persons) + 1000)
+            events.append(_person(persons[-1], when))
+        elif draw < mix.persons + mix.auctions or not auctions:
+            auctions.append(len(auctions) + 1)
+            events.append({"event_type": AUCTION, "auction": {
+                "id": auctions[-1], "itemName": f"item-{auctions[-1]}", "description": "", "initialBid": 1,
+                "reserve": 100, "dateTime": when, "expires": _time(at + timedelta(minutes=5)),
+                "seller": rng.choice(persons[-3:]), "category": rng.randrange(10), "extra": ""}})
+        else:
+            events.append({"event_type": BID, "bid": {
+                "auction": rng.choice(auctions[-8:]), "bidder": rng.choice(persons), "price": rng.randrange(1, 500),
+                "dateTime": when, "extra": f"e{i}"}})
+    if close:
+        events.append(_person(-1, _time(START + step * count + timedelta(days=1))))
+    return events
+
+
+def write(events: list[dict], directory: Path, name: str = "events.json") -> Path:
+    directory.mkdir(parents=True, exist_ok=True)
+    (directory / name).write_text("".join(json.dumps(e) + "\n" for e in events))
+    return directory
+
+
+def rows(events: list[dict], kind: int) -> list[dict]:
+    """The events of one kind, as the kind's view gives them (its row's fields, ``dateTime`` parsed)."""
+    field = {PERSON: "person", AUCTION: "auction", BID: "bid"}[kind]
+    return [{**e[field], "dateTime": datetime.fromisoformat(e[field]["dateTime"])}
+            for e in events if e["event_type"] == kind]
+
+
+def _person(pid: int, when: str) -> dict:
+    return {"event_type": PERSON, "person": {
+        "id": pid, "name": f"person-{pid}", "emailAddress": f"p{pid}@example.com", "creditCard": "",
+        "city": "Paris", "state": "", "dateTime": when, "extra": ""}}
+
+
+def _time(at: datetime) -> str:
+    return at.isoformat(sep=" ", timespec="milliseconds")

@@ -177,7 +177,7 @@ class StageLayout:
 
 @dataclass(frozen=True)
 class JobLayout:
-    """Every pipeline's stage layouts (outermost window first, as ``WindowAggregate.chain``)."""
+    """Every pipeline's stage layouts, in the order of ``Pipeline.stages``."""
 
     pipelines: Mapping[str, tuple[StageLayout, ...]] = field(default_factory=dict)
     name: str = LAYOUT
@@ -200,9 +200,9 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
     decides which retired slots are free; unknown means none. Raises :class:`NoRoom`."""
     pipelines: dict[str, tuple[StageLayout, ...]] = {}
     for pipeline in model.pipelines:
-        if pipeline.aggregate is None:
+        chain = pipeline.stages()
+        if not chain:
             continue
-        chain = pipeline.aggregate.chain()
         old = deployed.pipelines.get(pipeline.name) if deployed else None
         if old is None or len(old) != len(chain):
             pipelines[pipeline.name] = tuple(_fresh(model, stage) for stage in chain)

@@ -29,6 +29,7 @@ from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.intervals import interval_ms
 from stategate.analyzer.windows import WindowKind
 from stategate.analyzer.model import (
+    BRANCH_MARKER,
     UDTF_MARKER,
     WINDOW_FIELDS,
     WINDOW_MARKER,
@@ -36,12 +37,15 @@ from stategate.analyzer.model import (
     Clause,
     Function,
     GroupKey,
+    JoinBranch,
     Output,
     Resolved,
     Table,
     TopN,
     Window,
     WindowAggregate,
+    WindowJoin,
+    branch_column,
     sql_key,
 )
 
@@ -84,6 +88,7 @@ class Relation:
     functions_used: list[str] = field(default_factory=list)
     joins: list[str] = field(default_factory=list)  # join clauses met on the way, as written
     joined: list[WindowAggregate] = field(default_factory=list)  # window aggregations in joined branches
+    window_join: WindowJoin | None = None
 
     def lookup(self, name: str) -> exp.Expression | None:
         if name in self.columns:
@@ -292,6 +297,25 @@ class Scope:
             return field_access(self._qualified(exp.column(parts[1], table=parts[0])), parts[2:])
         return self._qualified(column) if column.table else self._unqualified(column.name)
 
+    def branch(self, column: exp.Column) -> exp.Column:
+        """A column of a window join's input, read as the input's SELECT names it (``P.id``)."""
+        parts = [part.name for part in column.parts]
+        if len(parts) == 2 and parts[0] in self.relations:
+            alias, name = parts
+        elif len(parts) == 1:
+            name = parts[0]
+            owners = [a for a, r in self.relations.items() if name in r.names]
+            if len(owners) != 1:
+                problem = "is ambiguous" if owners else "not found"
+                raise SQLModelError(f"column {name!r} {problem}", clause=column.sql(dialect="flink"))
+            alias = owners[0]
+        else:
+            raise SQLModelError("a window join reads its inputs' columns as alias.column",
+                                clause=column.sql(dialect="flink"))
+        if name not in self.relations[alias].names:
+            raise SQLModelError(f"column {name!r} not found in {alias!r}", clause=column.sql(dialect="flink"))
+        return branch_column(alias, name)
+
     def _has_column(self, name: str) -> bool:
         return any(name in r.columns for r in self.relations.values())
 
@@ -359,6 +383,9 @@ class _SelectResolver:
         self._note_unsupported(base)
         self._functions(base)
         where = select.args.get("where")
+        window_join = self._window_join(scope, where)
+        if window_join is not None:
+            return replace(self._project(scope, base), window_join=window_join)
         if where is not None and base.rank is not None:
             return self._topn(scope, base, where.this)
         if where is not None:
@@ -366,6 +393,46 @@ class _SelectResolver:
         if self._is_aggregation():
             return self._aggregate(scope, base)
         return self._project(scope, base)
+
+    # --- window join
+    def _window_join(self, scope: Scope, where: exp.Where | None) -> WindowJoin | None:
+        """The query as a window join, if it is one: every input a window aggregation (of one window
+        shape), each joined on equal window_start and window_end with an input before it, and
+        nothing aggregated over the joined rows. None for any other join (or none)."""
+        joins = self.select.args.get("joins") or []
+        relations = scope.relations
+        if not joins or self._is_aggregation() or any(isinstance(j.this, LateralTable) for j in joins) \
+                or None in relations or any(r.aggregate is None or r.topn is not None for r in relations.values()):
+            return None
+        shapes = {_window_of(r.aggregate).shape for r in relations.values()}  # type: ignore[arg-type]
+        if len(shapes) != 1 or None in shapes:
+            return None
+        aliases = list(relations)
+        kinds, conditions = [], []
+        for index, join in enumerate(joins, start=1):
+            on = join.args.get("on")
+            if on is None or join.kind.upper() not in ("", "INNER", "OUTER"):
+                return None
+            condition = self._in_branches(scope, on)
+            if not _joins_on_windows(condition, scope, aliases[index], aliases[:index]):
+                return None
+            kinds.append(join.side.upper() or "INNER")
+            conditions.append(Resolved.of(condition, on))
+        filters = tuple(Resolved.of(self._in_branches(scope, c), c) for c in _conjuncts(where.this)) if where else ()
+        outputs = tuple(Output(name, Resolved.of(self._in_branches(scope, node), node), "expression")
+                        for name, node in self._select_items(scope))
+        branches = tuple(JoinBranch(alias, relation.aggregate)  # type: ignore[arg-type]
+                         for alias, relation in relations.items())
+        return WindowJoin(branches, tuple(kinds), tuple(conditions), filters, outputs)
+
+    @staticmethod
+    def _in_branches(scope: Scope, node: exp.Expression) -> exp.Expression:
+        node = node.unalias() if isinstance(node, exp.Alias) else node
+
+        def rewrite(n: exp.Expression) -> exp.Expression:
+            return scope.branch(n) if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star) else n
+
+        return node.copy().transform(rewrite, copy=False)
 
     # --- FROM helpers
     def _lateral(self, node: LateralTable, base: Relation, relations: dict[str | None, Relation]) -> None:
@@ -676,6 +743,36 @@ def _flatten_group(expressions: list[exp.Expression]) -> list[exp.Expression]:
         else:
             flat.append(node)
     return flat
+
+
+def _window_of(aggregate: WindowAggregate) -> Window | None:
+    """The window an aggregation's rows belong to: its own, or, for an aggregation grouped by the
+    window attributes of the windows it reads, theirs."""
+    if aggregate.window is not None:
+        return aggregate.window
+    return _window_of(aggregate.source) if isinstance(aggregate.source, WindowAggregate) else None
+
+
+def _joins_on_windows(condition: exp.Expression, scope: Scope, alias: str, earlier: list[str]) -> bool:
+    """Whether ``condition`` equates branch ``alias``'s window_start and window_end with those of an
+    earlier branch (Flink's window join condition)."""
+    def window_field(column: exp.Expression) -> tuple[str, str | None] | None:
+        if not isinstance(column, exp.Column) or not column.table.startswith(BRANCH_MARKER):
+            return None
+        owner = column.table[len(BRANCH_MARKER):]
+        return owner, window_field_of(scope.relations[owner].columns[column.name])
+
+    equated: dict[str, set[str]] = {}
+    for conjunct in _conjuncts(condition):
+        if not isinstance(conjunct, exp.EQ):
+            continue
+        sides = window_field(conjunct.this), window_field(conjunct.expression)
+        if None in sides or sides[0][1] != sides[1][1] or sides[0][1] not in ("window_start", "window_end"):
+            continue
+        owners = {sides[0][0], sides[1][0]}
+        if alias in owners and owners - {alias} and (owners - {alias}).pop() in earlier:
+            equated.setdefault(sides[0][1], set()).add(alias)
+    return all(alias in equated.get(name, ()) for name in ("window_start", "window_end"))
 
 
 def _expand_grouping(node: exp.Expression) -> list[list[exp.Expression]]:

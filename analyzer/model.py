@@ -214,6 +214,36 @@ class WindowAggregate:
 
 
 @dataclass(frozen=True)
+class JoinBranch:
+    """One input of a window join: a window aggregation's rows, named as its SELECT names them."""
+
+    alias: str
+    aggregate: WindowAggregate
+
+
+@dataclass(frozen=True)
+class WindowJoin:
+    """Window aggregations joined on their windows (Flink's window join). Its conditions, filters
+    and outputs read the branches' columns as ``alias.name`` (:func:`branch_column`): a window join
+    is evaluated over the rows its branches emit, not over their sources."""
+
+    branches: tuple[JoinBranch, ...]
+    kinds: tuple[str, ...]  # INNER | LEFT | RIGHT | FULL: how each branch after the first joins
+    conditions: tuple[Resolved, ...]  # the ON condition of each branch after the first
+    filters: tuple[Resolved, ...]  # WHERE, over the joined rows
+    outputs: tuple[Output, ...]
+
+
+#: The qualifier of a window join's branch columns, in front of the branch's alias.
+BRANCH_MARKER = "$branch:"
+
+
+def branch_column(alias: str, name: str) -> exp.Column:
+    """How a window join's expressions read column ``name`` of branch ``alias``."""
+    return exp.column(name, table=BRANCH_MARKER + alias, quoted=True)
+
+
+@dataclass(frozen=True)
 class Pipeline:
     """One ``INSERT INTO`` (or a bare ``SELECT``): the chain of stateful operators behind a sink."""
 
@@ -228,6 +258,13 @@ class Pipeline:
     unsupported: tuple[str, ...] = ()  # constructs no rule covers (OVER windows, ORDER BY, ...)
     joins: tuple[str, ...] = ()  # its join clauses, as written: operators with state of their own
     joined: tuple[WindowAggregate, ...] = ()  # window aggregations in joined branches, in query order
+    window_join: WindowJoin | None = None  # when the query joins window aggregations on their windows
+
+    def stages(self) -> tuple[WindowAggregate, ...]:
+        """Every window aggregation keeping state: the main chain (outermost first), then each joined
+        branch's chain. A state layout has one entry per stage, in this order."""
+        main = self.aggregate.chain() if self.aggregate is not None else ()
+        return (*main, *(stage for joined in self.joined for stage in joined.chain()))
 
 
 @dataclass(frozen=True)

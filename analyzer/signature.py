@@ -14,8 +14,7 @@ def state_signature(model: JobModel, layout: JobLayout) -> dict:
     pipelines = {}
     for pipeline in model.pipelines:
         stages = []
-        chain = pipeline.aggregate.chain() if pipeline.aggregate else ()
-        for aggregate, slots in zip(chain, layout.pipelines.get(pipeline.name, ())):
+        for aggregate, slots in zip(pipeline.stages(), layout.pipelines.get(pipeline.name, ())):
             stages.append({
                 "window": aggregate.window.describe() if aggregate.window else None,
                 "group_keys": [k.value.key for k in aggregate.group_keys],

@@ -60,6 +60,7 @@ class WindowAssembler:
     slots: Sequence[Slot]
     keys: Sequence[str]
     location: str  # the query's checkpoint directory
+    slices: str = SLICES_DIR  # the snapshots' directory in it (one per assembled input of a window join)
 
     @contextmanager
     def __call__(self, slices: DataFrame, batch_id: int) -> Iterator[DataFrame]:
@@ -112,7 +113,7 @@ class WindowAssembler:
                                *[c for c in pool.columns if c not in (*self.keys, "gs", "w")])
 
     def _snapshot(self, batch_id: int) -> str:
-        return f"{self.location}/{SLICES_DIR}/{batch_id}"
+        return f"{self.location}/{self.slices}/{batch_id}"
 
     def _watermark(self, storage: HadoopStorage, batch_id: int) -> int | None:
         """The watermark batch ``batch_id`` evicted with (ms); None before the first batch."""

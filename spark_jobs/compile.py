@@ -10,14 +10,16 @@ The plan of a window aggregation, stage by stage::
 
 Everything after stage 2 runs per micro-batch: a window is one row holding every aggregate, so
 the Top-N needs no state and the SELECT list can change freely between restarts. Which slot holds
-which aggregate comes from the layout the checkpoint guard planned (``analyzer.layout``).
+which aggregate comes from the layout the checkpoint guard planned (``analyzer.layout``). A window
+join runs each of its window aggregations as a stage of one query and joins the windows each
+micro-batch closes (:mod:`spark_jobs.joins`).
 """
 
 from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Callable, ContextManager, Iterator
+from typing import Callable, ContextManager, Iterator, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window as SparkWindow
 from pyspark.sql import functions as F
@@ -27,12 +29,14 @@ from sqlglot import exp
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.lineage import source_column, time_attribute, window_column
 from stategate.analyzer.layout import TEXT, JobLayout, StageLayout, shape_family, shape_scale
-from stategate.analyzer.model import WINDOW_FIELDS, Aggregate, JobModel, Pipeline, Table, WindowAggregate, sql_key
+from stategate.analyzer.model import (WINDOW_FIELDS, Aggregate, JobModel, Output, Pipeline, Table, TopN, WindowAggregate,
+                                      WindowJoin, sql_key)
 from stategate.spark_jobs import state
 from stategate.spark_jobs.connectors import read_stream, spark_type
 from stategate.spark_jobs.expressions import to_column
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
-from stategate.spark_jobs.assembly import WindowAssembler
+from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler
+from stategate.spark_jobs.joins import Branch, join_finalizer, joined_stream, per_window
 from stategate.spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
 from stategate.spark_jobs.state import Slot
 
@@ -51,13 +55,17 @@ class Stage:
     assembler: WindowAssembler | None  # stage 2, per micro-batch (HOP, CUMULATE)
 
 
+#: A micro-batch of a pipeline's stream and its id → its sink rows, readable inside the ``with``
+#: block (assembled windows keep the batch's slices cached until then). With ``analyse``, the plan
+#: only, over the stream itself (assembled windows have their slices' columns): nothing runs.
+Finalize = Callable[..., ContextManager[DataFrame]]
+
+
 @dataclass(frozen=True)
 class CompiledPipeline:
     pipeline: Pipeline
     stream: DataFrame
-    #: A micro-batch of the stream → its sink rows, readable inside the ``with`` block (HOP and
-    #: CUMULATE keep the batch's slices cached until then).
-    finalize: Callable[[DataFrame, int], ContextManager[DataFrame]]
+    finalize: Finalize
     sink: Table | None
 
 
@@ -66,42 +74,57 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
     """The pipeline's streaming query plan; ``location`` is the query's checkpoint directory."""
     try:
         _check_supported(model, pipeline)
-        stage = _compile_stage(spark, model, pipeline.aggregate, layout.pipelines[pipeline.name], location)
         sink = model.tables.get(pipeline.sink) if pipeline.sink else None
         if pipeline.sink and sink is None:
             raise SQLModelError(f"INSERT INTO {pipeline.sink}: the sink table is not declared")
-        rows = _finalizer(pipeline, stage, sink)
+        sink_types = _sink_types(sink, len(pipeline.outputs))
+        layouts = layout.pipelines[pipeline.name]
+        if pipeline.window_join is not None:
+            stream, finalize = compile_window_join(spark, model, pipeline.window_join, layouts, location, sink_types)
+        else:
+            stage = compile_stage(spark, model, pipeline.aggregate, layouts, location)
+            stream, finalize = stage.stream, _finalize(stage, finalizer(stage, pipeline.outputs, pipeline.topn,
+                                                                         sink_types))
         # Analyse the per-batch plan now, so a bad SELECT list fails at start, not at the first window.
         # Over the stream itself, whose columns a batch has: Spark checks what a streaming query may
         # do only when it starts, and an empty batch built from a local list cost 0.18 s at start.
-        rows(stage.stream).schema
+        with finalize(stream, -1, analyse=True) as rows:
+            rows.schema
     except SQLModelError as error:
         raise SQLModelError(error.message, source=model.source, line=error.line or pipeline.line,
                             clause=error.clause or pipeline.name) from None
+    return CompiledPipeline(pipeline, stream, finalize, sink)
+
+
+def _finalize(stage: Stage, rows: Callable[[DataFrame], DataFrame]) -> Finalize:
+    """A micro-batch of the stage's stream → its sink rows."""
     assembler = stage.assembler
 
     @contextmanager
-    def finalize(batch: DataFrame, batch_id: int) -> Iterator[DataFrame]:
-        if assembler is None:
+    def finalize(batch: DataFrame, batch_id: int, analyse: bool = False) -> Iterator[DataFrame]:
+        if assembler is None or analyse:
             yield rows(batch)
             return
         with assembler(batch, batch_id) as windows:
             yield rows(windows)
 
-    return CompiledPipeline(pipeline, stage.stream, finalize, sink)
+    return finalize
 
 
 def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
     if pipeline.unsupported:
         raise SQLModelError(f"not supported on Spark: {pipeline.unsupported[0]}")
-    if pipeline.joins:
-        raise SQLModelError(f"not supported on Spark: join: {pipeline.joins[0][:80]}")
+    if pipeline.joins and pipeline.window_join is None:
+        raise SQLModelError("not supported on Spark: a join other than a window join (window aggregations of one "
+                            f"window, joined on window_start and window_end): {pipeline.joins[0][:80]}")
     if model.emit_enabled():
         raise SQLModelError("early-fire / late-fire (table.exec.emit.*) is not supported on Spark")
     if pipeline.aggregate is None:
         raise SQLModelError("the query has no window aggregation; stategate runs window aggregations")
-    for aggregate in pipeline.aggregate.chain():
+    for aggregate in pipeline.stages():
         window = aggregate.window
+        if window is None and pipeline.window_join is not None and per_window(aggregate):
+            continue
         if window is None:
             raise SQLModelError("GROUP BY without a window is not supported (its state never expires)")
         if aggregate.udtfs:
@@ -123,11 +146,13 @@ def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
 
 
 # ------------------------------------------------------------------------------- stages
-def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate,
-                   layouts: tuple[StageLayout, ...], location: str) -> Stage:
+def compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate,
+                  layouts: tuple[StageLayout, ...], location: str, slices: str = SLICES_DIR) -> Stage:
+    """A window aggregation (with the cascade feeding it) as a streaming plan; ``slices`` is the
+    directory of its retained slices in the checkpoint, if its windows are assembled."""
     layout = layouts[0]
     if isinstance(aggregate.source, WindowAggregate):
-        upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location)
+        upstream = compile_stage(spark, model, aggregate.source, layouts[1:], location, slices)
         if upstream.assembler is not None:
             raise SQLModelError(f"a window over the results of a {aggregate.source.window.kind} window is not "
                                 "supported on Spark (its windows are assembled per micro-batch)")
@@ -158,9 +183,47 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     slicer = slicer_for(aggregate.window)
     stream = keyed.groupBy(*keys, "gs", slicer.slice(F.col("ts")).alias("w")) \
         .agg(*state.accumulate(layout, slots, "ts"))
-    assembler = WindowAssembler(slicer, slots, keys, location) if isinstance(slicer, SharedSlices) else None
+    assembler = WindowAssembler(slicer, slots, keys, location, slices) if isinstance(slicer, SharedSlices) else None
     fields = state.buffer_fields(layout)
     return Stage(aggregate, stream.select(*keys, "gs", "w", *fields), keys, slots, slicer, assembler)
+
+
+def compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin, layouts: tuple[StageLayout, ...],
+                        location: str, sink_types: Sequence[tuple[str, str]]) -> tuple[DataFrame, Finalize]:
+    """Every branch of the join as a stage of one streaming query, joined per micro-batch
+    (:mod:`spark_jobs.joins`). ``layouts`` follows ``Pipeline.stages``: each branch's chain in turn."""
+    branches = []
+    position = 0
+    for index, branch in enumerate(join.branches):
+        chain = branch.aggregate.chain()
+        own = layouts[position:position + len(chain)]
+        position += len(chain)
+        slices = SLICES_DIR if index == 0 else f"{SLICES_DIR}-{index}"
+        if per_window(branch.aggregate):
+            stage = compile_stage(spark, model, branch.aggregate.source, own[1:], location, slices)  # type: ignore[arg-type]
+            rows = _per_window(branch.aggregate, stage)
+        else:
+            stage = compile_stage(spark, model, branch.aggregate, own, location, slices)
+            rows = finalizer(stage, branch.aggregate.outputs, None, ())
+        branches.append(Branch(branch.alias, stage.stream, stage.assembler, rows))
+    return joined_stream(branches), join_finalizer(join, branches, sink_types)
+
+
+def _per_window(aggregate: WindowAggregate, upstream: Stage) -> Callable[[DataFrame], DataFrame]:
+    """Closed windows of ``upstream`` → the rows of ``aggregate``, whose groups are whole windows
+    (``joins.per_window``): an aggregation of the windows a micro-batch closes, with no state."""
+    windows, mapping = window_columns(upstream)
+    keys = [to_column(k.value.expr, mapping).alias(f"g{i}") for i, k in enumerate(aggregate.group_keys)]
+    values = [to_column(a.expr, mapping).alias(f"v{i}") for i, a in enumerate(aggregate.aggregates)]
+    own = {k.value.key: f"g{i}" for i, k in enumerate(aggregate.group_keys)}
+    own.update({a.expr_key: f"v{i}" for i, a in enumerate(aggregate.aggregates)})
+    outputs = [to_column(o.value.expr, own).alias(o.name) for o in aggregate.outputs]
+    exists = F.col(state.ROWS) > 0
+
+    def rows(batch: DataFrame) -> DataFrame:
+        return batch.where(exists).select(*windows).groupBy(*keys).agg(*values).select(*outputs)
+
+    return rows
 
 
 def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | None,
@@ -258,7 +321,9 @@ def _cascade_input(upstream: Stage) -> tuple[DataFrame, dict[str, str]]:
 
 
 # ------------------------------------------------------------------------------- per batch
-def _finalizer(pipeline: Pipeline, stage: Stage, sink: Table | None) -> Callable[[DataFrame], DataFrame]:
+def window_columns(stage: Stage) -> tuple[list[Column], dict[str, str]]:
+    """A closed window of the stage as one row: its keys, each aggregate's value and the window
+    attributes; and which model expression each column holds (by key)."""
     aggregate = stage.aggregate
     level = aggregate.window.level
     mapping = {k.value.key: name for k, name in zip([k for k in aggregate.group_keys if not k.is_window], stage.keys)}
@@ -267,23 +332,27 @@ def _finalizer(pipeline: Pipeline, stage: Stage, sink: Table | None) -> Callable
         mapping[sql_key(window_column(level, name))] = name
     # A legacy *_PROCTIME is written as window_time is (spark_jobs.proctime says why).
     mapping[sql_key(window_column(level, "window_proctime"))] = "window_time"
-    topn = pipeline.topn
-    rank_key = sql_key(exp.column(topn.rank_column, table="$rank")) if topn else None
-    if rank_key:
-        mapping[rank_key] = "_rank"
-    outputs = [(o.name, to_column(o.value.expr, mapping)) for o in pipeline.outputs]
-    sink_types = _sink_types(sink, len(outputs))
-    if sink_types:
-        outputs = [(target, column.cast(data_type)) for (_, column), (target, data_type) in zip(outputs, sink_types)]
-    # The columns are built once here, not per micro-batch: each is a round trip to the JVM, and a
-    # batch rebuilding them all cost 60-190 ms (measured on the TUMBLE benchmark job).
     start, end = stage.slicer.bounds(F.col("w"))
-    windows = [*[F.col(k) for k in stage.keys],
+    columns = [*[F.col(k) for k in stage.keys],
                *[state.final_value(slot).alias(f"a{i}") for i, slot in enumerate(stage.slots)],
                start.alias("window_start"), end.alias("window_end"),
                (end - F.expr("INTERVAL 1 MILLISECOND")).alias("window_time")]
+    return columns, mapping
+
+
+def finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
+              sink_types: Sequence[tuple[str, str]]) -> Callable[[DataFrame], DataFrame]:
+    """Closed windows of the stage → the query's rows: Top-N, SELECT list, the sink's types."""
+    # The columns are built once here, not per micro-batch: each is a round trip to the JVM, and a
+    # batch rebuilding them all cost 60-190 ms (measured on the TUMBLE benchmark job).
+    windows, mapping = window_columns(stage)
+    rank_key = sql_key(exp.column(topn.rank_column, table="$rank")) if topn else None
+    if rank_key:
+        mapping[rank_key] = "_rank"
+    result = [to_column(o.value.expr, mapping).alias(o.name) for o in outputs]
+    if sink_types:
+        result = [column.cast(data_type).alias(target) for column, (target, data_type) in zip(result, sink_types)]
     exists = F.col(state.ROWS) > 0
-    result = [column.alias(name) for name, column in outputs]
     top: tuple[Column, Column] | None = None  # the rank of a row, and whether it is kept
     if topn is not None:
         order = [to_column(k.expr, mapping).desc() if d == "DESC" else to_column(k.expr, mapping).asc()
@@ -301,6 +370,7 @@ def _finalizer(pipeline: Pipeline, stage: Stage, sink: Table | None) -> Callable
 
 
 def _sink_types(sink: Table | None, width: int) -> list[tuple[str, str]]:
+    """The sink's column names and Spark types, which the query's columns are cast to."""
     if sink is None or not sink.columns:
         return []
     physical = [c for c in sink.columns if c.computed is None]

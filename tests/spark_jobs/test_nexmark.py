@@ -1,0 +1,163 @@
+"""Nexmark's windowed queries as published (tests.nexmark), on Spark, against references computed by
+pandas over the same generated events; and restarts of a window join on real checkpoints."""
+
+from __future__ import annotations
+
+from datetime import timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from stategate.analyzer import SQLModelError, Verdict
+from stategate.spark_jobs.guard import CheckpointRefused
+from tests import nexmark
+from tests.spark_jobs.helpers import collect
+from tests.spark_jobs.test_guard import snapshot
+
+TEN = timedelta(seconds=10)
+
+
+@pytest.fixture(scope="module")
+def events() -> list[dict]:
+    return nexmark.generate(400)
+
+
+def run_query(spark, query: str, events: list[dict], tmp_path: Path, edit=lambda sql: sql, **options) -> list[tuple]:
+    source = nexmark.write(events, tmp_path / "events")
+    sql = edit(nexmark.script(query, source, tmp_path / "out"))
+    return collect(spark, sql, tmp_path / "checkpoint", pipeline=nexmark.QUERIES[query][0], **options)
+
+
+def text(*values) -> tuple:
+    return tuple("NULL" if pd.isna(v) else str(v) for v in values)
+
+
+def frame(events: list[dict], kind: int) -> pd.DataFrame:
+    return pd.DataFrame(nexmark.rows(events, kind))
+
+
+def tumbles(times: pd.Series) -> pd.Series:
+    return times.dt.floor("10s")
+
+
+# ------------------------------------------------------------------------------ q11 user sessions
+def test_q11_user_sessions(spark, tmp_path) -> None:
+    events = nexmark.generate(400, step=timedelta(seconds=1))  # bidders pause longer than the gap
+    expected = []
+    for bidder, group in frame(events, nexmark.BID).groupby("bidder"):
+        times = sorted(group.dateTime)
+        start = last = times[0]
+        count = 1
+        for at in times[1:]:
+            if at - last > TEN:  # Flink merges sessions whose gaps touch
+                expected.append(text(bidder, count, start, last + TEN))
+                start, count = at, 0
+            last = at
+            count += 1
+        expected.append(text(bidder, count, start, last + TEN))
+    assert len(expected) > 100
+    assert run_query(spark, "q11", events, tmp_path) == sorted(expected)
+
+
+# ------------------------------------------------------------------------------ q8 new users (window join)
+def q8_reference(events: list[dict], how: str = "inner") -> list[tuple]:
+    persons = frame(events, nexmark.PERSON)
+    persons = persons[persons.id >= 0].assign(starttime=lambda f: tumbles(f.dateTime))
+    persons = persons[["id", "name", "starttime"]].drop_duplicates().astype({"id": "Int64"})
+    auctions = frame(events, nexmark.AUCTION).assign(starttime=lambda f: tumbles(f.dateTime))
+    auctions = auctions[["seller", "starttime"]].drop_duplicates().astype({"seller": "Int64"})
+    joined = persons.merge(auctions, left_on=["id", "starttime"], right_on=["seller", "starttime"], how=how)
+    return sorted(text(r.id, r.name, r.starttime, r.seller) for r in joined.itertuples())
+
+
+def test_q8_new_users_window_join(spark, tmp_path, events) -> None:
+    expected = [row[:3] for row in q8_reference(events)]
+    assert len(expected) > 10
+    assert run_query(spark, "q8", events, tmp_path) == sorted(expected)
+
+
+@pytest.mark.parametrize("side, how", [("LEFT", "left"), ("RIGHT", "right"), ("FULL OUTER", "outer")])
+def test_outer_window_joins_emit_unmatched_windows_once(spark, tmp_path, events, side: str, how: str) -> None:
+    def outer(sql: str) -> str:
+        return sql.replace("SELECT P.id, P.name, P.starttime\n", "SELECT P.id, P.name, COALESCE(P.starttime, "
+                           "A.starttime), A.seller\n").replace(") P\nJOIN (", f") P\n{side} JOIN (") \
+            .replace("stime  TIMESTAMP(3)", "stime  TIMESTAMP(3),\n  seller BIGINT")
+
+    expected = q8_reference(events, how)
+    assert any("NULL" in row for row in expected) and len(expected) > len(q8_reference(events))
+    assert run_query(spark, "q8", events, tmp_path, outer) == expected
+
+
+# ------------------------------------------------------------------------------ q5 hot items
+def test_q5_hot_items_join_a_hop_with_its_per_window_maximum(spark, tmp_path, events) -> None:
+    bids = frame(events, nexmark.BID)
+    expected = []
+    last = bids.dateTime.max()
+    end = bids.dateTime.min().floor("2s") + timedelta(seconds=2)
+    while end - TEN <= last:
+        inside = bids[(bids.dateTime >= end - TEN) & (bids.dateTime < end)]
+        counts = inside.groupby("auction").size()
+        expected += [text(auction, n) for auction, n in counts.items() if n >= counts.max()]
+        end += timedelta(seconds=2)
+    assert len(expected) > 20
+    assert run_query(spark, "q5", events, tmp_path) == sorted(expected)
+
+
+def test_q7_interval_join_is_refused_by_name(spark, tmp_path, events) -> None:
+    with pytest.raises(SQLModelError, match=r"join other than a window join .*JOIN \(SELECT MAX\(price\)"):
+        run_query(spark, "q7", events, tmp_path)
+    assert not (tmp_path / "checkpoint").exists()
+
+
+# ------------------------------------------------------------------------------ restarts of a window join
+def split(events: list[dict], at: int) -> tuple[list[dict], list[dict]]:
+    return events[:at], events[at:]
+
+
+def test_q5_restarted_unchanged_equals_one_run(spark, tmp_path, events) -> None:
+    first, second = split(events, 200)
+    source = tmp_path / "events"
+    sql = nexmark.script("q5", source, tmp_path / "out")
+    nexmark.write(first, source, "1.json")
+    rows = collect(spark, sql, tmp_path / "checkpoint", pipeline="nexmark_q5")
+    nexmark.write(second, source, "2.json")
+    rows += collect(spark, sql, tmp_path / "checkpoint", pipeline="nexmark_q5")
+    assert sorted(rows) == run_query(spark, "q5", events, tmp_path / "whole")
+
+
+def test_a_window_size_change_in_a_window_join_is_refused(spark, tmp_path, events) -> None:
+    source = nexmark.write(events[:200], tmp_path / "events")
+    sql = nexmark.script("q8", source, tmp_path / "out")
+    collect(spark, sql, tmp_path / "checkpoint", pipeline="nexmark_q8")
+    before = snapshot(tmp_path / "checkpoint")
+    resized = sql.replace("TUMBLE(TABLE auction, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)",
+                          "TUMBLE(TABLE auction, DESCRIPTOR(dateTime), INTERVAL '20' SECOND)")
+    assert resized != sql
+    with pytest.raises(CheckpointRefused, match="verdict INCOMPATIBLE"):
+        collect(spark, resized, tmp_path / "checkpoint", pipeline="nexmark_q8", accept=Verdict.UNKNOWN)
+    assert snapshot(tmp_path / "checkpoint") == before
+
+
+def test_a_changed_join_restarts_only_when_a_human_accepts_it(spark, tmp_path, events) -> None:
+    """The join keeps no state (spark_jobs.joins), so an accepted UNKNOWN restart continues both window
+    aggregations: windows closed before the restart were joined the old way, the rest the new way."""
+    first, second = split(events, 200)
+    source = tmp_path / "events"
+    sql = nexmark.script("q8", source, tmp_path / "out")
+    nexmark.write(first, source, "1.json")
+    before = collect(spark, sql, tmp_path / "checkpoint", pipeline="nexmark_q8")
+    left = sql.replace(") P\nJOIN (", ") P\nLEFT JOIN (")
+    nexmark.write(second, source, "2.json")
+    with pytest.raises(CheckpointRefused, match="verdict UNKNOWN"):
+        collect(spark, left, tmp_path / "checkpoint", pipeline="nexmark_q8")
+    after = collect(spark, left, tmp_path / "checkpoint", pipeline="nexmark_q8", accept=Verdict.UNKNOWN)
+
+    # The first run closed the windows ending at or before its watermark (its last event - 4 s).
+    watermark = max(e["dateTime"] for e in nexmark.rows(first, nexmark.PERSON) + nexmark.rows(first, nexmark.AUCTION)
+                    + nexmark.rows(first, nexmark.BID)) - timedelta(seconds=4)
+    closed = [row[:3] for row in q8_reference(events) if pd.Timestamp(row[2]) + TEN <= watermark]
+    reopened = [row[:3] for row in q8_reference(events, "left") if pd.Timestamp(row[2]) + TEN > watermark]
+    assert before == sorted(closed) and after == sorted(reopened)
+    joined_after = [row for row in q8_reference(events) if pd.Timestamp(row[2]) + TEN > watermark]
+    assert len(after) > len(joined_after), "the persons without an auction are new rows, from the LEFT join"

@@ -315,5 +315,5 @@ def _pipeline(relation: Relation, sink: str | None, index: int, statement: State
         unsupported=tuple(relation.unsupported),
         joins=tuple(relation.joins),
         joined=tuple(relation.joined),
-        window_join=relation.window_join,
+        join=relation.join,
     )

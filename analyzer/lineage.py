@@ -37,9 +37,11 @@ from stategate.analyzer.model import (
     Clause,
     Function,
     GroupKey,
+    IntervalJoin,
     JoinBranch,
     Output,
     Resolved,
+    StreamBranch,
     Table,
     TopN,
     Window,
@@ -88,7 +90,7 @@ class Relation:
     functions_used: list[str] = field(default_factory=list)
     joins: list[str] = field(default_factory=list)  # join clauses met on the way, as written
     joined: list[WindowAggregate] = field(default_factory=list)  # window aggregations in joined branches
-    window_join: WindowJoin | None = None
+    join: WindowJoin | IntervalJoin | None = None
 
     def lookup(self, name: str) -> exp.Expression | None:
         if name in self.columns:
@@ -383,9 +385,9 @@ class _SelectResolver:
         self._note_unsupported(base)
         self._functions(base)
         where = select.args.get("where")
-        window_join = self._window_join(scope, where)
-        if window_join is not None:
-            return replace(self._project(scope, base), window_join=window_join)
+        join = self._window_join(scope, where) or self._interval_join(scope, where)
+        if join is not None:
+            return replace(self._project(scope, base), join=join)
         if where is not None and base.rank is not None:
             return self._topn(scope, base, where.this)
         if where is not None:
@@ -402,7 +404,8 @@ class _SelectResolver:
         joins = self.select.args.get("joins") or []
         relations = scope.relations
         if not joins or self._is_aggregation() or any(isinstance(j.this, LateralTable) for j in joins) \
-                or None in relations or any(r.aggregate is None or r.topn is not None for r in relations.values()):
+                or None in relations or any(r.aggregate is None or r.topn is not None for r in relations.values()) \
+                or not _joins_only_here(scope, joins):
             return None
         shapes = {_window_of(r.aggregate).shape for r in relations.values()}  # type: ignore[arg-type]
         if len(shapes) != 1 or None in shapes:
@@ -424,6 +427,41 @@ class _SelectResolver:
         branches = tuple(JoinBranch(alias, relation.aggregate)  # type: ignore[arg-type]
                          for alias, relation in relations.items())
         return WindowJoin(branches, tuple(kinds), tuple(conditions), filters, outputs)
+
+    def _interval_join(self, scope: Scope, where: exp.Where | None) -> IntervalJoin | None:
+        """The query as an interval join, if it is one: a stream (a table, or a filtered view of one)
+        INNER JOINed with a window aggregation, with its event time bounded on both sides by one
+        window attribute, and nothing aggregated over the joined rows. None for any other join."""
+        joins = self.select.args.get("joins") or []
+        relations = scope.relations
+        if len(joins) != 1 or self._is_aggregation() or None in relations or len(relations) != 2 \
+                or not _joins_only_here(scope, joins):
+            return None
+        join = joins[0]
+        on = join.args.get("on")
+        if on is None or join.side or join.kind.upper() not in ("", "INNER") or isinstance(join.this, LateralTable):
+            return None
+        streams = [a for a, r in relations.items() if _is_stream(r)]
+        windows = [a for a, r in relations.items() if r.aggregate is not None and r.topn is None and not r.joined]
+        if len(streams) != 1 or len(windows) != 1:
+            return None
+        stream, window = relations[streams[0]], relations[windows[0]]
+        table = self.resolver.tables.get(stream.source)  # type: ignore[arg-type]
+        rowtime = time_attribute(table) if table is not None else None
+        times = [n for n in stream.names if rowtime is not None and sql_key(stream.columns[n]) == sql_key(rowtime)]
+        conjuncts = [self._in_branches(scope, c) for c in [*_conjuncts(on), *(_conjuncts(where.this) if where else [])]]
+        window_fields = {n for n in window.names if window_field_of(window.columns[n]) in WINDOW_FIELDS}
+        for time in times:
+            bounds = _time_bounds(conjuncts, branch_column(streams[0], time), windows[0], window_fields)
+            if bounds is not None:
+                condition = exp.and_(*conjuncts)
+                outputs = tuple(Output(name, Resolved.of(self._in_branches(scope, node), node), "expression")
+                                for name, node in self._select_items(scope))
+                columns = tuple(Output(n, Resolved.of(stream.columns[n]), "expression") for n in stream.names)
+                return IntervalJoin(StreamBranch(streams[0], stream.source, tuple(stream.filters), columns),  # type: ignore[arg-type]
+                                    JoinBranch(windows[0], window.aggregate), Resolved.of(condition),  # type: ignore[arg-type]
+                                    time, *bounds, outputs)
+        return None
 
     @staticmethod
     def _in_branches(scope: Scope, node: exp.Expression) -> exp.Expression:
@@ -751,6 +789,58 @@ def _window_of(aggregate: WindowAggregate) -> Window | None:
     if aggregate.window is not None:
         return aggregate.window
     return _window_of(aggregate.source) if isinstance(aggregate.source, WindowAggregate) else None
+
+
+def _joins_only_here(scope: Scope, joins: list[exp.Join]) -> bool:
+    """Whether the joins of this SELECT are the only ones below it (no input joins anything itself)."""
+    inputs = list(scope.relations.values())
+    return len(inputs[0].joins) == len(joins) and not any(r.joins or r.joined for r in inputs[1:])
+
+
+def _is_stream(relation: Relation) -> bool:
+    """A relation of a table's rows: no window, aggregation, table function, rank or join."""
+    return isinstance(relation.source, str) and relation.aggregate is None and relation.window is None \
+        and not relation.udtfs and relation.rank is None and relation.topn is None and not relation.open_columns
+
+
+def _time_bounds(conjuncts: list[exp.Expression], time: exp.Column, window: str,
+                 fields: set[str]) -> tuple[str, int, int] | None:
+    """``(window column, lower ms, upper ms)`` when the conjuncts bound ``time`` on both sides by one
+    window column of branch ``window``: ``time BETWEEN x - lower AND x + upper`` (or ``>=`` and ``<=``)."""
+    lows: dict[str, int] = {}
+    highs: dict[str, int] = {}
+    key = sql_key(time)
+    for conjunct in conjuncts:
+        pairs: list[tuple[exp.Expression, exp.Expression, bool]] = []  # (time side, bound side, is lower)
+        if isinstance(conjunct, exp.Between):
+            pairs = [(conjunct.this, conjunct.args["low"], True), (conjunct.this, conjunct.args["high"], False)]
+        elif isinstance(conjunct, (exp.GTE, exp.GT, exp.LTE, exp.LT)):
+            lower = isinstance(conjunct, (exp.GTE, exp.GT))
+            pairs = [(conjunct.this, conjunct.expression, lower), (conjunct.expression, conjunct.this, not lower)]
+        for side, bound, lower in pairs:
+            if sql_key(side) != key:
+                continue
+            offset = _offset_from(bound, window, fields)
+            if offset is not None:
+                column, ms = offset
+                (lows if lower else highs)[column] = -ms if lower else ms
+    both = [c for c in lows if c in highs]
+    return (both[0], lows[both[0]], highs[both[0]]) if both else None
+
+
+def _offset_from(node: exp.Expression, window: str, fields: set[str]) -> tuple[str, int] | None:
+    """``(window column, ms)`` for ``W.x``, ``W.x + INTERVAL ...`` or ``W.x - INTERVAL ...``."""
+    sign, offset = 1, 0
+    if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
+        try:
+            offset = interval_ms(node.expression)
+        except SQLModelError:
+            return None
+        sign = 1 if isinstance(node, exp.Add) else -1
+        node = node.this
+    if isinstance(node, exp.Column) and node.table == BRANCH_MARKER + window and node.name in fields:
+        return node.name, sign * offset
+    return None
 
 
 def _joins_on_windows(condition: exp.Expression, scope: Scope, alias: str, earlier: list[str]) -> bool:

@@ -234,6 +234,32 @@ class WindowJoin:
     outputs: tuple[Output, ...]
 
 
+@dataclass(frozen=True)
+class StreamBranch:
+    """A join input that is a stream of rows: a table, or a view or subquery filtering one."""
+
+    alias: str
+    table: str
+    filters: tuple[Resolved, ...]  # its rows' filters, over the table's columns
+    columns: tuple[Output, ...]  # its columns, over the table's columns
+
+
+@dataclass(frozen=True)
+class IntervalJoin:
+    """A stream joined with a window aggregation's rows on a range of the stream's event time
+    around an attribute of the window (Nexmark q7): ``S.t BETWEEN W.x - lower AND W.x + upper``.
+    The condition reads branch columns as :class:`WindowJoin`'s do."""
+
+    stream: StreamBranch
+    window: JoinBranch
+    condition: Resolved  # ON and WHERE
+    time: str  # the stream's event-time column
+    bound: str  # the window's column the range is around
+    lower_ms: int
+    upper_ms: int
+    outputs: tuple[Output, ...]
+
+
 #: The qualifier of a window join's branch columns, in front of the branch's alias.
 BRANCH_MARKER = "$branch:"
 
@@ -258,7 +284,7 @@ class Pipeline:
     unsupported: tuple[str, ...] = ()  # constructs no rule covers (OVER windows, ORDER BY, ...)
     joins: tuple[str, ...] = ()  # its join clauses, as written: operators with state of their own
     joined: tuple[WindowAggregate, ...] = ()  # window aggregations in joined branches, in query order
-    window_join: WindowJoin | None = None  # when the query joins window aggregations on their windows
+    join: WindowJoin | IntervalJoin | None = None  # a join the Spark job runs (None: none, or another join)
 
     def stages(self) -> tuple[WindowAggregate, ...]:
         """Every window aggregation keeping state: the main chain (outermost first), then each joined

@@ -72,7 +72,7 @@ class WindowAssembler:
         the state updates of each batch)."""
         spark = slices.sparkSession
         storage = HadoopStorage(spark)
-        low, high = self._watermark(storage, batch_id - 1), self._watermark(storage, batch_id)
+        low, high = batch_watermark(storage, self.location, batch_id - 1), batch_watermark(storage, self.location, batch_id)
         pool = slices.select(*self._columns())
         retained = self._snapshot(batch_id - 1)
         if storage.exists(retained):
@@ -115,9 +115,11 @@ class WindowAssembler:
     def _snapshot(self, batch_id: int) -> str:
         return f"{self.location}/{self.slices}/{batch_id}"
 
-    def _watermark(self, storage: HadoopStorage, batch_id: int) -> int | None:
-        """The watermark batch ``batch_id`` evicted with (ms); None before the first batch."""
-        path = f"{self.location}/offsets/{batch_id}"
-        if batch_id < 0 or not storage.exists(path):
-            return None
-        return watermark_of_offset_log(storage.read_text(path))
+
+def batch_watermark(storage: HadoopStorage, location: str, batch_id: int) -> int | None:
+    """The watermark micro-batch ``batch_id`` of the query checkpointed at ``location`` evicted with
+    (ms, from Spark's offset log); None before the first batch."""
+    path = f"{location}/offsets/{batch_id}"
+    if batch_id < 0 or not storage.exists(path):
+        return None
+    return watermark_of_offset_log(storage.read_text(path))

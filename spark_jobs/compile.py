@@ -27,16 +27,16 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.lineage import source_column, time_attribute, window_column
+from stategate.analyzer.lineage import source_column, time_attribute, window_column, window_field_of
 from stategate.analyzer.layout import TEXT, JobLayout, StageLayout, shape_family, shape_scale
-from stategate.analyzer.model import (WINDOW_FIELDS, Aggregate, JobModel, Output, Pipeline, Table, TopN, WindowAggregate,
-                                      WindowJoin, sql_key)
+from stategate.analyzer.model import (WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, Output, Pipeline, Resolved, Table,
+                                      TopN, Window, WindowAggregate, WindowJoin, sql_key)
 from stategate.spark_jobs import state
 from stategate.spark_jobs.connectors import read_stream, spark_type
 from stategate.spark_jobs.expressions import to_column
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
 from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler
-from stategate.spark_jobs.joins import Branch, join_finalizer, joined_stream, per_window
+from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalizer, joined_stream, per_window
 from stategate.spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
 from stategate.spark_jobs.state import Slot
 
@@ -79,8 +79,10 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
             raise SQLModelError(f"INSERT INTO {pipeline.sink}: the sink table is not declared")
         sink_types = _sink_types(sink, len(pipeline.outputs))
         layouts = layout.pipelines[pipeline.name]
-        if pipeline.window_join is not None:
-            stream, finalize = compile_window_join(spark, model, pipeline.window_join, layouts, location, sink_types)
+        if isinstance(pipeline.join, WindowJoin):
+            stream, finalize = compile_window_join(spark, model, pipeline.join, layouts, location, sink_types)
+        elif isinstance(pipeline.join, IntervalJoin):
+            stream, finalize = compile_interval_join(spark, model, pipeline.join, layouts, location, sink_types)
         else:
             stage = compile_stage(spark, model, pipeline.aggregate, layouts, location)
             stream, finalize = stage.stream, _finalize(stage, finalizer(stage, pipeline.outputs, pipeline.topn,
@@ -114,16 +116,16 @@ def _finalize(stage: Stage, rows: Callable[[DataFrame], DataFrame]) -> Finalize:
 def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
     if pipeline.unsupported:
         raise SQLModelError(f"not supported on Spark: {pipeline.unsupported[0]}")
-    if pipeline.joins and pipeline.window_join is None:
+    if pipeline.joins and pipeline.join is None:
         raise SQLModelError("not supported on Spark: a join other than a window join (window aggregations of one "
                             f"window, joined on window_start and window_end): {pipeline.joins[0][:80]}")
     if model.emit_enabled():
         raise SQLModelError("early-fire / late-fire (table.exec.emit.*) is not supported on Spark")
-    if pipeline.aggregate is None:
+    if not pipeline.stages():
         raise SQLModelError("the query has no window aggregation; stategate runs window aggregations")
     for aggregate in pipeline.stages():
         window = aggregate.window
-        if window is None and pipeline.window_join is not None and per_window(aggregate):
+        if window is None and isinstance(pipeline.join, WindowJoin) and per_window(aggregate):
             continue
         if window is None:
             raise SQLModelError("GROUP BY without a window is not supported (its state never expires)")
@@ -158,7 +160,7 @@ def compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggrega
                                 "supported on Spark (its windows are assembled per micro-batch)")
         rows, mapping = _cascade_input(upstream)
     else:
-        rows, mapping = _source_input(spark, model, aggregate)
+        rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window)  # type: ignore[arg-type]
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
     keys = [KEY.format(i) for i in range(len(plain_keys))]
     columns: list[Column] = [F.col("ts")]
@@ -209,6 +211,26 @@ def compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin, 
     return joined_stream(branches), join_finalizer(join, branches, sink_types)
 
 
+def compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJoin, layouts: tuple[StageLayout, ...],
+                          location: str, sink_types: Sequence[tuple[str, str]]) -> tuple[DataFrame, Finalize]:
+    """The stream's rows and the window aggregation as one streaming query, joined per micro-batch
+    (:mod:`spark_jobs.joins`)."""
+    stream = join.stream
+    rows, mapping = _source_input(spark, model, stream.table, stream.filters)
+    rows = rows.select(*[to_column(c.value.expr, mapping).alias(c.name) for c in stream.columns])
+    aggregate = join.window.aggregate
+    stage = compile_stage(spark, model, aggregate, layouts, location)
+    field = window_field_of(next(o for o in aggregate.outputs if o.name == join.bound).value.expr)
+    reach = {"window_end": 0, "window_time": 1, "window_start": aggregate.window.shape.span_ms}[field]
+    if reach is None:
+        raise SQLModelError(f"an interval join around {join.bound} of a {aggregate.window.kind} window: its "
+                            "windows have no fixed length (use window_end)")
+    branches = [Branch(stream.alias, rows, None, lambda df: df),
+                Branch(join.window.alias, stage.stream, stage.assembler,
+                       finalizer(stage, aggregate.outputs, None, ()))]
+    return joined_stream(branches), interval_finalizer(join, branches, location, reach, sink_types)
+
+
 def _per_window(aggregate: WindowAggregate, upstream: Stage) -> Callable[[DataFrame], DataFrame]:
     """Closed windows of ``upstream`` → the rows of ``aggregate``, whose groups are whole windows
     (``joins.per_window``): an aggregation of the windows a micro-batch closes, with no state."""
@@ -256,15 +278,16 @@ _FAMILY_NAMES = {state.EXACT: "an exact number", state.FLOATING: "a floating-poi
                  state.TIME: "a time", state.TEXT: "text"}
 
 
-def _source_input(spark: SparkSession, model: JobModel, aggregate: WindowAggregate) -> tuple[DataFrame, dict[str, str]]:
-    name = aggregate.source
-    table = model.tables.get(name)  # type: ignore[arg-type]
+def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequence[Resolved],
+                  window: Window | None = None) -> tuple[DataFrame, dict[str, str]]:
+    """Table ``name`` as a stream with its watermark (on processing time for a processing-time
+    ``window``) and ``filters`` applied; its event time is the column ``ts``."""
+    table = model.tables.get(name)
     if table is None:
         raise SQLModelError(f"table {name} is read but not declared with CREATE TABLE")
     mapping = {sql_key(source_column(table.name, c.name)): c.name for c in table.columns if c.computed is None}
     df = read_stream(spark, table)
-    window = aggregate.window
-    if window.time_kind == "proctime":
+    if window is not None and window.time_kind == "proctime":
         df = with_processing_time(spark, df)
         time = PROCTIME
         df = df.where(_after_watermark(is_record(), time))
@@ -272,15 +295,15 @@ def _source_input(spark: SparkSession, model: JobModel, aggregate: WindowAggrega
         rowtime = time_attribute(table)
         if table.rowtime is None or table.watermark_delay_ms is None:
             raise SQLModelError(f"table {name} needs WATERMARK FOR <column> AS <column> - INTERVAL '...' "
-                                "for event-time windows")
-        if window.time_attr.key != sql_key(rowtime):
+                                "for event-time windows and joins")
+        if window is not None and window.time_attr.key != sql_key(rowtime):
             raise SQLModelError(f"window time attribute {window.time_attr.written} must be the rowtime column "
                                 f"{table.rowtime} of {table.name} or a processing-time attribute (PROCTIME())")
         time = table.rowtime
         if not isinstance(rowtime, exp.Column):  # computed: the watermark is declared on a column
             df = df.withColumn(time, to_column(rowtime, mapping))
         df = df.withWatermark(time, f"{table.watermark_delay_ms} milliseconds")
-    for predicate in aggregate.filters:
+    for predicate in filters:
         df = df.where(_after_watermark(to_column(predicate.expr, mapping), time))
     return df.withColumn("ts", F.col(time)), mapping
 

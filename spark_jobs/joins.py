@@ -20,6 +20,19 @@ without the cache, Spark would run the stateful aggregation twice).
 
 The branches share the query's checkpoint: one state store per stateful operator, and for
 assembled windows (HOP, CUMULATE) one directory of retained slices per branch.
+
+An interval join (``analyzer.model.IntervalJoin``, Nexmark q7: bids joined with the maximum price
+of the window around them) joins a stream's rows with a window aggregation's rows on a range of
+the stream's event time around a window attribute. Flink runs it as a join that emits a pair when
+both rows are present. Here a micro-batch joins the windows it closes with the stream's rows
+retained from earlier micro-batches and its own, and the windows retained from earlier
+micro-batches with its own rows: each pair once, in the micro-batch where its later row arrives.
+Retained is what can still meet a row to come, as the watermark ``W`` tells it: a stream row while
+a window not yet closed (ending after ``W``) can hold it in range, a window while its range reaches
+``W`` (a later row is at or after ``W``: a row behind the watermark of its micro-batch is dropped as
+late, as Spark's stateful operators drop them). Like the retained slices, the retained rows and
+windows are one snapshot per micro-batch beside the checkpoint (``stategate-join/<N>``), so a
+replayed micro-batch joins the same rows.
 """
 
 from __future__ import annotations
@@ -29,15 +42,19 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Callable, Iterator, Sequence
 
-from pyspark.sql import DataFrame
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 
-from stategate.analyzer.model import WINDOW_FIELDS, WindowAggregate, WindowJoin, branch_column, sql_key
-from stategate.spark_jobs.assembly import WindowAssembler
+from stategate.analyzer.model import (WINDOW_FIELDS, IntervalJoin, Output, WindowAggregate, WindowJoin, branch_column,
+                                      sql_key)
+from stategate.spark_jobs.assembly import WindowAssembler, batch_watermark
 from stategate.spark_jobs.expressions import to_column
+from stategate.spark_jobs.storage import HadoopStorage
 
 #: The column of the joined stream saying which branch a row comes from.
 BRANCH = "_branch"
+#: Beside a query's checkpoint files: an interval join's retained rows and windows, one snapshot per micro-batch.
+JOIN_DIR = "stategate-join"
 _HOW = {"INNER": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "full"}
 
 
@@ -66,19 +83,30 @@ def joined_stream(branches: Sequence[Branch]) -> DataFrame:
     return reduce(lambda left, right: left.unionByName(right, allowMissingColumns=True), packed)
 
 
+class _Columns:
+    """The branches' columns under names unique in the joined rows (``_j<branch>_<n>``), and the
+    model's branch columns (``analyzer.model.branch_column``) mapped to them."""
+
+    def __init__(self, branches: Sequence[tuple[str, Sequence[str]]]) -> None:
+        self.renamed = [[f"_j{i}_{n}" for n in range(len(columns))] for i, (_, columns) in enumerate(branches)]
+        self.names = {sql_key(branch_column(alias, c)): r
+                      for (alias, columns), renamed in zip(branches, self.renamed) for c, r in zip(columns, renamed)}
+
+    def of(self, index: int, rows: DataFrame) -> DataFrame:
+        return rows.select(*[F.col(c).alias(r) for c, r in zip(rows.columns, self.renamed[index])])
+
+    def outputs(self, outputs: Sequence[Output], sink_types: Sequence[tuple[str, str]]) -> list[Column]:
+        columns = [to_column(o.value.expr, self.names).alias(o.name) for o in outputs]
+        return [c.cast(data_type).alias(target) for c, (target, data_type) in zip(columns, sink_types)] \
+            if sink_types else columns
+
+
 def join_finalizer(join: WindowJoin, branches: Sequence[Branch], sink_types: Sequence[tuple[str, str]]):
     """A micro-batch of :func:`joined_stream` → the join's rows (``compile.Finalize``)."""
-    names: dict[str, str] = {}
-    renamed: list[list[str]] = []
-    for i, branch in enumerate(branches):
-        columns = [o.name for o in join.branches[i].aggregate.outputs]
-        renamed.append([f"_j{i}_{n}" for n in range(len(columns))])
-        names.update({sql_key(branch_column(branch.alias, c)): r for c, r in zip(columns, renamed[-1])})
-    conditions = [to_column(c.expr, names) for c in join.conditions]
-    filters = [to_column(f.expr, names) for f in join.filters]
-    outputs = [to_column(o.value.expr, names).alias(o.name) for o in join.outputs]
-    if sink_types:
-        outputs = [column.cast(data_type).alias(target) for column, (target, data_type) in zip(outputs, sink_types)]
+    columns = _Columns([(b.alias, [o.name for o in b.aggregate.outputs]) for b in join.branches])
+    conditions = [to_column(c.expr, columns.names) for c in join.conditions]
+    filters = [to_column(f.expr, columns.names) for f in join.filters]
+    outputs = columns.outputs(join.outputs, sink_types)
 
     @contextmanager
     def finalize(batch: DataFrame, batch_id: int, analyse: bool = False) -> Iterator[DataFrame]:
@@ -91,8 +119,7 @@ def join_finalizer(join: WindowJoin, branches: Sequence[Branch], sink_types: Seq
                     windows = batch.where(F.col(BRANCH) == i).select(f"{_struct(i)}.*")
                     if branch.assembler is not None and not analyse:
                         windows = assembled.enter_context(branch.assembler(windows, batch_id))
-                    rows = branch.rows(windows)
-                    frames.append(rows.select(*[F.col(c).alias(r) for c, r in zip(rows.columns, renamed[i])]))
+                    frames.append(columns.of(i, branch.rows(windows)))
                 joined = frames[0]
                 for frame, kind, condition in zip(frames[1:], join.kinds, conditions):
                     joined = joined.join(frame, condition, _HOW[kind])
@@ -102,6 +129,61 @@ def join_finalizer(join: WindowJoin, branches: Sequence[Branch], sink_types: Seq
         finally:
             if not analyse:
                 batch.unpersist()
+
+    return finalize
+
+
+def interval_finalizer(join: IntervalJoin, branches: Sequence[Branch], location: str, reach_ms: int,
+                       sink_types: Sequence[tuple[str, str]]):
+    """A micro-batch of :func:`joined_stream` (the stream's rows, then the window's) → the interval
+    join's rows (``compile.Finalize``). ``reach_ms``: how far after its bound column a window may end."""
+    stream, window = branches
+    columns = _Columns([(join.stream.alias, [c.name for c in join.stream.columns]),
+                        (join.window.alias, [o.name for o in join.window.aggregate.outputs])])
+    condition = to_column(join.condition.expr, columns.names)
+    outputs = columns.outputs(join.outputs, sink_types)
+    time = F.col(columns.names[sql_key(branch_column(join.stream.alias, join.time))])
+    bound = F.col(columns.names[sql_key(branch_column(join.window.alias, join.bound))])
+
+    def pairs(windows: DataFrame, rows: DataFrame) -> DataFrame:
+        return windows.join(rows, condition).select(*outputs)
+
+    @contextmanager
+    def finalize(batch: DataFrame, batch_id: int, analyse: bool = False) -> Iterator[DataFrame]:
+        rows = columns.of(0, stream.rows(batch.where(F.col(BRANCH) == 0).select(f"{_struct(0)}.*")))
+        closed = batch.where(F.col(BRANCH) == 1).select(f"{_struct(1)}.*")
+        if analyse:
+            yield pairs(columns.of(1, window.rows(closed)), rows)
+            return
+        spark = batch.sparkSession
+        storage = HadoopStorage(spark)
+        low, high = batch_watermark(storage, location, batch_id - 1), batch_watermark(storage, location, batch_id)
+        batch = batch.persist()
+        try:
+            with ExitStack() as assembled:
+                if window.assembler is not None:
+                    closed = assembled.enter_context(window.assembler(closed, batch_id))
+                windows = columns.of(1, window.rows(closed))
+                if low is not None:
+                    rows = rows.where(time >= F.timestamp_millis(F.lit(low)))  # late
+                retained = f"{location}/{JOIN_DIR}/{batch_id - 1}"
+                old_rows, old_windows = rows.limit(0), windows.limit(0)
+                if storage.exists(retained):
+                    old_rows = spark.read.schema(rows.schema).parquet(f"{retained}/rows")
+                    old_windows = spark.read.schema(windows.schema).parquet(f"{retained}/windows")
+                all_rows, all_windows = old_rows.unionByName(rows), old_windows.unionByName(windows)
+                if high is not None:
+                    all_rows = all_rows.where(time > F.timestamp_millis(F.lit(high - join.lower_ms - reach_ms)))
+                    all_windows = all_windows.where(bound >= F.timestamp_millis(F.lit(high - join.upper_ms)))
+                snapshot = f"{location}/{JOIN_DIR}/{batch_id}"
+                all_rows.write.mode("overwrite").parquet(f"{snapshot}/rows")
+                all_windows.write.mode("overwrite").parquet(f"{snapshot}/windows")
+                yield pairs(windows, old_rows.unionByName(rows)).unionByName(pairs(old_windows, rows))
+        finally:
+            batch.unpersist()
+        old = f"{location}/{JOIN_DIR}/{batch_id - 2}"
+        if storage.exists(old):
+            storage.delete(old)
 
     return finalize
 

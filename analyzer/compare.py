@@ -8,7 +8,7 @@ from typing import Any, Mapping
 
 from stategate.analyzer.build import build
 from stategate.analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
-from stategate.analyzer.model import JobModel, Pipeline, WindowAggregate
+from stategate.analyzer.model import IntervalJoin, JobModel, Pipeline, WindowAggregate, WindowJoin
 from stategate.analyzer.report import AggregatePlan, Finding, Report, Verdict
 from stategate.analyzer.rules import coverage, group_window, shared, window_topn, window_tvf
 from stategate.analyzer.rules.shared import FULL, UNKNOWN, Change
@@ -107,9 +107,11 @@ def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
                 return [Finding("stategate.unchanged", FULL,
                                 "the query and every table, view, function and setting it can read are "
                                 "unchanged: whatever state it keeps is as it was")], AggregatePlan()
-            joins = _joins(change)
-            if joins:
-                return joins, AggregatePlan()
+            if old.joins or new.joins:
+                return _joins(change) or [Finding(
+                    "stategate.join.unchanged", FULL, "the joins and every window aggregation they join are "
+                    "unchanged: the change is after them, in what the query makes of the joined rows")], \
+                    AggregatePlan()
             return [Finding("stategate.no-window-aggregation", UNKNOWN,
                             "no window aggregation in this query: the state it may keep (a deduplication, "
                             "a Top-N, ...) is outside the window rules",
@@ -178,10 +180,14 @@ def _joins(change: Change) -> list[Finding]:
     old, new = change.old, change.new
     if not (old.joins or new.joins) or _unchanged(change):
         return []
-    findings = [Finding("stategate.join", UNKNOWN,
-                        f"the query joins ({'; '.join(_first_line(j) for j in new.joins or old.joins)}): no rule "
-                        "covers the state of a join, so a human decides whether it can be reused",
-                        "; ".join(map(_first_line, old.joins)), "; ".join(map(_first_line, new.joins)))]
+    findings = []
+    if old.join is None or new.join is None or _join_key(old.join) != _join_key(new.join):
+        kind = _JOIN_KINDS.get(type(new.join or old.join), "join")
+        findings.append(Finding(
+            "stategate.join", UNKNOWN,
+            f"the query's {kind} ({'; '.join(_first_line(j) for j in new.joins or old.joins)}) changed: no rule covers "
+            "the state of a join, so a human decides whether it can be reused",
+            "; ".join(map(_first_line, old.joins)), "; ".join(map(_first_line, new.joins))))
     for index, (old_agg, new_agg) in enumerate(zip_longest(old.joined, new.joined)):
         label = f"joined window {index + 1}"
         if old_agg is None or new_agg is None:
@@ -194,6 +200,24 @@ def _joins(change: Change) -> list[Finding]:
                                              change.old_model, change.new_model))
         findings += [_tag(f, label) for f in branch if f.rule != "stategate.unchanged"]
     return findings
+
+
+_JOIN_KINDS = {WindowJoin: "window join", IntervalJoin: "interval join"}
+
+
+def _join_key(join: WindowJoin | IntervalJoin) -> tuple:
+    """What a join's state depends on: its kind, condition, and the rows its inputs give it (a
+    projection after the join is not part of it). A join the model does not tell apart has none."""
+    def rows(outputs) -> tuple:
+        return tuple((o.name, o.value.key) for o in outputs)
+
+    if isinstance(join, WindowJoin):
+        return (WindowJoin, join.kinds, tuple(c.key for c in join.conditions), tuple(f.key for f in join.filters),
+                tuple((b.alias, rows(b.aggregate.outputs)) for b in join.branches))
+    stream = join.stream
+    return (IntervalJoin, join.condition.key, stream.alias, stream.table, tuple(f.key for f in stream.filters),
+            rows(stream.columns), join.window.alias, rows(join.window.aggregate.outputs), join.time, join.bound,
+            join.lower_ms, join.upper_ms)
 
 
 def _as_pipeline(pipeline: Pipeline, aggregate: WindowAggregate) -> Pipeline:

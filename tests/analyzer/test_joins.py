@@ -103,3 +103,23 @@ def test_every_window_aggregation_of_a_join_is_in_the_model() -> None:
     assert len(q8.joins) == 1 and q8.joins[0].startswith("JOIN (SELECT seller")
     q7 = build(highest_bid()).pipelines[0]
     assert q7.aggregate is None and [a.window.shape.size_ms for a in q7.joined] == [10_000]
+
+
+def test_the_join_kind_is_named_and_a_projection_after_the_join_is_full() -> None:
+    q7, q8 = build(highest_bid()).pipelines[0], build(new_users()).pipelines[0]
+    assert type(q7.join).__name__ == "IntervalJoin" and (q7.join.bound, q7.join.lower_ms, q7.join.upper_ms) == \
+        ("endtime", 10_000, 0)
+    assert type(q8.join).__name__ == "WindowJoin" and q8.join.kinds == ("INNER",)
+
+    # The join's inputs and condition are what its state holds; an output alias after it is not.
+    assert compare(highest_bid(), highest_bid(alias="bidtime")).verdict is Verdict.FULL
+    renamed = new_users().replace("SELECT P.id, P.name, P.starttime", "SELECT P.id AS pid, P.name, P.starttime")
+    assert compare(new_users(), renamed).verdict is Verdict.FULL
+
+    left = compare(new_users(), new_users().replace(") P\nJOIN (", ") P\nLEFT JOIN ("))
+    assert left.verdict is Verdict.UNKNOWN
+    assert "the query's window join (LEFT JOIN (SELECT seller" in next(
+        f.message for f in left.findings if f.rule == "stategate.join")
+    wider = compare(highest_bid(), highest_bid().replace("AND B1.endtime;", "AND B1.endtime + INTERVAL '1' SECOND;"))
+    assert wider.verdict is Verdict.UNKNOWN
+    assert "the query's interval join" in next(f.message for f in wider.findings if f.rule == "stategate.join")

@@ -1,8 +1,8 @@
 """kill -9 for a running job: the harness of ``test_crash.py`` and ``benchmarks/crash_soak.py``.
 
-A job (two pipelines: TUMBLE and HOP, each into a CSV file sink) runs as its own process group, the
-way spark-submit runs it: Python driver and JVM together. It is killed with SIGKILL, at random
-moments or held at a failpoint (``spark_jobs.failpoints``) in the middle of a sink write, and started
+A job (three pipelines: TUMBLE, HOP, and an interval join of bids with their window's highest price,
+each into a CSV file sink) runs as its own process group, the way spark-submit runs it: Python
+driver and JVM together. It is killed with SIGKILL, at random moments or held at a failpoint (``spark_jobs.failpoints``) in the middle of a sink write, and started
 again on the same checkpoint until it finishes. The sinks must then hold exactly the rows of an
 uninterrupted run: no duplicate, nothing missing.
 """
@@ -24,16 +24,19 @@ from pathlib import Path
 from tests.spark_jobs.helpers import bid_ddl
 
 REPO = Path(__file__).resolve().parents[2]
-SINKS = ("Totals", "Hopping")
+SINKS = ("Totals", "Hopping", "Highest")
 START = datetime(2026, 1, 1, 10)
 
 def job_script(root: Path) -> str:
-    """Two pipelines over one bid stream, one input file per micro-batch."""
+    """Three pipelines over one bid stream, one input file per micro-batch."""
     return bid_ddl(root / "incoming", delay="INTERVAL '5' SECOND",
                    options=", 'spark.maxFilesPerTrigger' = '1'") + f"""
 CREATE TABLE Totals (window_start TIMESTAMP(3), window_end TIMESTAMP(3), item STRING,
   bids BIGINT, total DECIMAL(38, 2), top DECIMAL(10, 2)
 ) WITH ('connector' = 'filesystem', 'path' = '{root}/out/Totals', 'format' = 'csv');
+
+CREATE TABLE Highest (bidtime TIMESTAMP(3), item STRING, price DECIMAL(10, 2)
+) WITH ('connector' = 'filesystem', 'path' = '{root}/out/Highest', 'format' = 'csv');
 
 CREATE TABLE Hopping (window_start TIMESTAMP(3), window_end TIMESTAMP(3), supplier_id STRING,
   bids BIGINT, total DECIMAL(38, 2)
@@ -48,6 +51,16 @@ INSERT INTO Hopping
 SELECT window_start, window_end, supplier_id, COUNT(*) AS bids, SUM(price) AS total
 FROM TABLE(HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTES, INTERVAL '3' MINUTES))
 GROUP BY supplier_id, window_start, window_end;
+
+INSERT INTO Highest
+SELECT B.bidtime, B.item, B.price
+FROM Bid B
+JOIN (
+  SELECT item, MAX(price) AS top, window_end
+  FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTES))
+  GROUP BY item, window_start, window_end
+) M ON B.item = M.item AND B.price = M.top
+WHERE B.bidtime BETWEEN M.window_end - INTERVAL '1' MINUTE AND M.window_end;
 """
 
 

@@ -9,7 +9,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 # spark-submit (from the pyspark package) must be on PATH for Airflow's SparkSubmitOperator.
 export PATH := $(abspath $(VENV)/bin):$(PATH)
 
-.PHONY: demo test bench reliability check-java clean
+.PHONY: demo test bench reliability nexmark check-java clean
 
 $(STAMP): pyproject.toml constraints.txt | check-java
 	$(PYTHON) -m venv $(VENV)
@@ -35,6 +35,9 @@ bench: $(STAMP)
 reliability: $(STAMP)
 	$(PY) benchmarks/analyzer_fuzz.py
 	$(PY) benchmarks/crash_soak.py
+
+nexmark: $(STAMP)
+	$(PY) -m tests.nexmark
 
 clean:
 	rm -rf $(VENV) .pytest_cache

@@ -54,10 +54,21 @@ def read_sql(spark, location: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     args = _parser().parse_args(argv)
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    from stategate.spark_jobs.job import run
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its every gateway call, at INFO
     from stategate.spark_jobs.session import get_session
 
     spark = get_session(f"stategate:{Path(args.sql).stem}", master=args.master)
+    try:
+        return _run(spark, args)
+    finally:
+        # Stopped while this process still answers: Spark's listener bus delivers the last query
+        # events to the Python listener (spark_jobs.late_rows), which fails loudly once it is gone.
+        spark.stop()
+
+
+def _run(spark, args: argparse.Namespace) -> int:
+    from stategate.spark_jobs.job import run
+
     try:
         sql = read_sql(spark, args.sql)
     except OSError as error:

@@ -196,6 +196,8 @@ def _joins(change: Change) -> list[Finding]:
                                     _first_line(old_agg.written if old_agg else ""),
                                     _first_line(new_agg.written if new_agg else ""), label))
             continue
+        if old_agg == new_agg:  # the same model: the same state
+            continue
         branch, _ = _compare_pipeline(Change(_as_pipeline(old, old_agg), _as_pipeline(new, new_agg),
                                              change.old_model, change.new_model))
         findings += [_tag(f, label) for f in branch if f.rule != "stategate.unchanged"]

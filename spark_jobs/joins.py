@@ -11,12 +11,14 @@ does. An aggregation grouped by the window attributes of the windows it reads (N
 maximum count per window) is complete in that micro-batch too, so it is evaluated there, with no
 state of its own.
 
-Why not Spark's own stream-stream join over the branches' streams: it keeps every emitted window of
-both inputs as join state until the watermark passes a time-range condition, writes that state at
-every micro-batch and evicts it a batch later, and its outer joins emit unmatched rows only then;
-here the windows are already complete when they are joined, and the join keeps nothing. What it
-costs is one cache of the micro-batch's closed windows (every branch reads the batch; read twice
-without the cache, Spark would run the stateful aggregation twice).
+Why not Spark's own stream-stream join over the two aggregations (Spark 4 chains stateful operators
+in one query): measured on Nexmark q8 over 5,000 generated events (tests.nexmark), alternating, it
+took 6.3-6.5 s of query time against 8.4-8.5 s for this job, but gave 347 rows where pandas (and
+this join) give 355: eight pairs of windows lost. It also keeps every emitted window of both inputs
+as join state until the watermark passes them, and its outer joins emit unmatched rows only then;
+here the windows are complete when they are joined, and the join keeps nothing. What it costs is
+one cache of the micro-batch's closed windows (every branch reads the batch; read twice without the
+cache, Spark would run the stateful aggregation twice).
 
 The branches share the query's checkpoint: one state store per stateful operator, and for
 assembled windows (HOP, CUMULATE) one directory of retained slices per branch.

@@ -144,15 +144,34 @@ def split(events: list[dict], at: int) -> tuple[list[dict], list[dict]]:
     return events[:at], events[at:]
 
 
-def test_q5_restarted_unchanged_equals_one_run(spark, tmp_path, events) -> None:
+def with_volume(sql: str) -> str:
+    """q5 with an aggregate added to its hot-items window aggregation (not read by the join's output)."""
+    return sql.replace("     count(*) AS num,\n     window_start AS starttime,\n     window_end AS endtime\n     FROM",
+                       "     count(*) AS num, SUM(price) AS volume,\n     window_start AS starttime,\n"
+                       "     window_end AS endtime\n     FROM", 1)
+
+
+@pytest.mark.parametrize("edit, verdicts", [
+    pytest.param(lambda sql: sql, None, id="unchanged"),
+    # The branch gives the join a new column, so a human decides (UNKNOWN); its aggregate is PARTIAL.
+    pytest.param(with_volume, (Verdict.UNKNOWN, Verdict.PARTIAL), id="aggregate-added"),
+])
+def test_q5_restarted_continues_its_window_aggregations(spark, tmp_path, events, edit, verdicts) -> None:
     first, second = split(events, 200)
     source = tmp_path / "events"
     sql = nexmark.script("q5", source, tmp_path / "out")
+    assert edit is not with_volume or edit(sql) != sql
     nexmark.write(first, source, "1.json")
     rows = collect(spark, sql, tmp_path / "checkpoint", pipeline="nexmark_q5")
     nexmark.write(second, source, "2.json")
-    rows += collect(spark, sql, tmp_path / "checkpoint", pipeline="nexmark_q5")
-    assert sorted(rows) == run_query(spark, "q5", events, tmp_path / "whole")
+    after, result = collect_run(spark, edit(sql), tmp_path / "checkpoint", pipeline="nexmark_q5",
+                                accept=Verdict.UNKNOWN)
+    if verdicts:
+        effects = {f.rule: f.effect for f in result.report.findings}
+        assert result.report.verdict is verdicts[0] and effects["stategate.join"] is verdicts[0]
+        assert effects["window-tvf.aggregate.added"] is verdicts[1], "the unchanged joined branch adds nothing"
+        assert set(effects) == {"stategate.join", "window-tvf.aggregate.added"}
+    assert sorted(rows + after) == run_query(spark, "q5", events, tmp_path / "whole")
 
 
 def test_a_window_size_change_in_a_window_join_is_refused(spark, tmp_path, events) -> None:

@@ -32,7 +32,7 @@ micro-batches with its own rows: each pair once, in the micro-batch where its la
 Retained is what can still meet a row to come, as the watermark ``W`` tells it: a stream row while
 a window not yet closed (ending after ``W``) can hold it in range, a window while its range reaches
 ``W`` (a later row is at or after ``W``: a row behind the watermark of its micro-batch is dropped as
-late, as Spark's stateful operators drop them). Like the retained slices, the retained rows and
+late, as Spark's stateful operators drop them, and counted in a warning of ``stategate.late_rows``). Like the retained slices, the retained rows and
 windows are one snapshot per micro-batch beside the checkpoint (``stategate-join/<N>``), so a
 replayed micro-batch joins the same rows.
 """
@@ -44,13 +44,14 @@ from dataclasses import dataclass
 from functools import reduce
 from typing import Callable, Iterator, Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from stategate.analyzer.model import (WINDOW_FIELDS, IntervalJoin, Output, WindowAggregate, WindowJoin, branch_column,
                                       sql_key)
 from stategate.spark_jobs.assembly import WindowAssembler, batch_watermark
 from stategate.spark_jobs.expressions import to_column
+from stategate.spark_jobs.late_rows import log
 from stategate.spark_jobs.storage import HadoopStorage
 
 #: The column of the joined stream saying which branch a row comes from.
@@ -62,10 +63,10 @@ _HOW = {"INNER": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "full"}
 
 @dataclass(frozen=True)
 class Branch:
-    """One input of a window join, compiled."""
+    """One input of a join, compiled."""
 
     alias: str
-    stream: DataFrame  # its window aggregation's closed windows (or slices, when assembled)
+    stream: DataFrame  # a window aggregation's closed windows (or slices, when assembled), or a stream's rows
     assembler: WindowAssembler | None
     rows: Callable[[DataFrame], DataFrame]  # closed windows → the branch's rows, named as its SELECT names them
 
@@ -166,8 +167,10 @@ def interval_finalizer(join: IntervalJoin, branches: Sequence[Branch], location:
                 if window.assembler is not None:
                     closed = assembled.enter_context(window.assembler(closed, batch_id))
                 windows = columns.of(1, window.rows(closed))
+                late = Observation()
                 if low is not None:
-                    rows = rows.where(time >= F.timestamp_millis(F.lit(low)))  # late
+                    behind = time < F.timestamp_millis(F.lit(low))
+                    rows = rows.observe(late, F.count(F.when(behind, 1)).alias("rows")).where(~behind)
                 retained = f"{location}/{JOIN_DIR}/{batch_id - 1}"
                 old_rows, old_windows = rows.limit(0), windows.limit(0)
                 if storage.exists(retained):
@@ -180,6 +183,9 @@ def interval_finalizer(join: IntervalJoin, branches: Sequence[Branch], location:
                 snapshot = f"{location}/{JOIN_DIR}/{batch_id}"
                 all_rows.write.mode("overwrite").parquet(f"{snapshot}/rows")
                 all_windows.write.mode("overwrite").parquet(f"{snapshot}/windows")
+                if low is not None and late.get["rows"]:
+                    log.warning("interval join of %s: micro-batch %d dropped %d late row(s), behind the watermark "
+                                "its windows closed at", join.stream.alias, batch_id, late.get["rows"])
                 yield pairs(windows, old_rows.unionByName(rows)).unionByName(pairs(old_windows, rows))
         finally:
             batch.unpersist()

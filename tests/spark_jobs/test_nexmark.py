@@ -139,6 +139,21 @@ def test_q7_highest_bid_interval_join_across_micro_batches(spark, tmp_path) -> N
     assert rows == expected
 
 
+def test_q7_drops_a_late_bid_with_a_warning(spark, tmp_path, caplog) -> None:
+    """A bid read after the watermark passed its time meets no window: dropped, and said so."""
+    events = nexmark.generate(300, close=False)
+    at = (nexmark.START + timedelta(seconds=1)).isoformat(sep=" ", timespec="milliseconds")
+    late = {"event_type": nexmark.BID, "bid": {"auction": 1, "bidder": 1000, "price": 1, "extra": "late", "dateTime": at}}
+    closer = nexmark.generate(1, close=True)[-1]
+    source = write_in_order([*events, late, closer], tmp_path / "events", 3)
+    sql = nexmark.script("q7", source, tmp_path / "out").replace(
+        "'format' = 'json'", "'format' = 'json',\n    'spark.maxFilesPerTrigger' = '1'")
+    with caplog.at_level("WARNING", logger="stategate.late_rows"):
+        rows = collect(spark, sql, tmp_path / "checkpoint", pipeline="nexmark_q7")
+    assert rows == q7_reference(events)
+    assert any("interval join of B" in r.message and "dropped 1 late row" in r.message for r in caplog.records)
+
+
 # ------------------------------------------------------------------------------ restarts of a window join
 def split(events: list[dict], at: int) -> tuple[list[dict], list[dict]]:
     return events[:at], events[at:]

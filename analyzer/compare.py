@@ -96,7 +96,9 @@ def _unchanged(change: Change) -> bool:
 
 
 def _first_line(text: str) -> str:
-    return " ".join(text.split())[:100]
+    """A clause on one line, cut to 100 characters (an ellipsis says where)."""
+    line = " ".join(text.split())
+    return line if len(line) <= 100 else line[:99] + "…"
 
 
 def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:

@@ -300,7 +300,7 @@ class Scope:
         return self._qualified(column) if column.table else self._unqualified(column.name)
 
     def branch(self, column: exp.Column) -> exp.Column:
-        """A column of a window join's input, read as the input's SELECT names it (``P.id``)."""
+        """A column of a join's input, read as the input's SELECT names it (``P.id``)."""
         parts = [part.name for part in column.parts]
         if len(parts) == 2 and parts[0] in self.relations:
             alias, name = parts
@@ -312,7 +312,7 @@ class Scope:
                 raise SQLModelError(f"column {name!r} {problem}", clause=column.sql(dialect="flink"))
             alias = owners[0]
         else:
-            raise SQLModelError("a window join reads its inputs' columns as alias.column",
+            raise SQLModelError("a join's condition and outputs read its inputs' columns as alias.column",
                                 clause=column.sql(dialect="flink"))
         if name not in self.relations[alias].names:
             raise SQLModelError(f"column {name!r} not found in {alias!r}", clause=column.sql(dialect="flink"))
@@ -385,7 +385,10 @@ class _SelectResolver:
         self._note_unsupported(base)
         self._functions(base)
         where = select.args.get("where")
-        join = self._window_join(scope, where) or self._interval_join(scope, where)
+        try:
+            join = self._window_join(scope, where) or self._interval_join(scope, where)
+        except SQLModelError:  # reads its inputs in a way the Spark job cannot (a ROW field, ...)
+            join = None
         if join is not None:
             return replace(self._project(scope, base), join=join)
         if where is not None and base.rank is not None:
@@ -422,11 +425,9 @@ class _SelectResolver:
             kinds.append(join.side.upper() or "INNER")
             conditions.append(Resolved.of(condition, on))
         filters = tuple(Resolved.of(self._in_branches(scope, c), c) for c in _conjuncts(where.this)) if where else ()
-        outputs = tuple(Output(name, Resolved.of(self._in_branches(scope, node), node), "expression")
-                        for name, node in self._select_items(scope))
         branches = tuple(JoinBranch(alias, relation.aggregate)  # type: ignore[arg-type]
                          for alias, relation in relations.items())
-        return WindowJoin(branches, tuple(kinds), tuple(conditions), filters, outputs)
+        return WindowJoin(branches, tuple(kinds), tuple(conditions), filters, self._joined_outputs(scope))
 
     def _interval_join(self, scope: Scope, where: exp.Where | None) -> IntervalJoin | None:
         """The query as an interval join, if it is one: a stream (a table, or a filtered view of one)
@@ -455,13 +456,16 @@ class _SelectResolver:
             bounds = _time_bounds(conjuncts, branch_column(streams[0], time), windows[0], window_fields)
             if bounds is not None:
                 condition = exp.and_(*conjuncts)
-                outputs = tuple(Output(name, Resolved.of(self._in_branches(scope, node), node), "expression")
-                                for name, node in self._select_items(scope))
                 columns = tuple(Output(n, Resolved.of(stream.columns[n]), "expression") for n in stream.names)
                 return IntervalJoin(StreamBranch(streams[0], stream.source, tuple(stream.filters), columns),  # type: ignore[arg-type]
                                     JoinBranch(windows[0], window.aggregate), Resolved.of(condition),  # type: ignore[arg-type]
-                                    time, *bounds, outputs)
+                                    time, *bounds, self._joined_outputs(scope))
         return None
+
+    def _joined_outputs(self, scope: Scope) -> tuple[Output, ...]:
+        """The SELECT list over the joined rows, reading the inputs' columns (:meth:`Scope.branch`)."""
+        return tuple(Output(name, Resolved.of(self._in_branches(scope, node), node), "expression")
+                     for name, node in self._select_items(scope))
 
     @staticmethod
     def _in_branches(scope: Scope, node: exp.Expression) -> exp.Expression:

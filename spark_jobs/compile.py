@@ -12,7 +12,8 @@ Everything after stage 2 runs per micro-batch: a window is one row holding every
 the Top-N needs no state and the SELECT list can change freely between restarts. Which slot holds
 which aggregate comes from the layout the checkpoint guard planned (``analyzer.layout``). A window
 join runs each of its window aggregations as a stage of one query and joins the windows each
-micro-batch closes (:mod:`spark_jobs.joins`).
+micro-batch closes; an interval join runs its stream beside its window aggregation and joins them
+per micro-batch (:mod:`spark_jobs.joins`).
 """
 
 from __future__ import annotations
@@ -32,11 +33,11 @@ from stategate.analyzer.layout import TEXT, JobLayout, StageLayout, shape_family
 from stategate.analyzer.model import (WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, Output, Pipeline, Resolved, Table,
                                       TopN, Window, WindowAggregate, WindowJoin, sql_key)
 from stategate.spark_jobs import state
+from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler
 from stategate.spark_jobs.connectors import read_stream, spark_type
 from stategate.spark_jobs.expressions import to_column
-from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
-from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler
 from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalizer, joined_stream, per_window
+from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
 from stategate.spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
 from stategate.spark_jobs.state import Slot
 
@@ -80,12 +81,12 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
         sink_types = _sink_types(sink, len(pipeline.outputs))
         layouts = layout.pipelines[pipeline.name]
         if isinstance(pipeline.join, WindowJoin):
-            stream, finalize = compile_window_join(spark, model, pipeline.join, layouts, location, sink_types)
+            stream, finalize = _compile_window_join(spark, model, pipeline.join, layouts, location, sink_types)
         elif isinstance(pipeline.join, IntervalJoin):
-            stream, finalize = compile_interval_join(spark, model, pipeline.join, layouts, location, sink_types)
+            stream, finalize = _compile_interval_join(spark, model, pipeline.join, layouts, location, sink_types)
         else:
-            stage = compile_stage(spark, model, pipeline.aggregate, layouts, location)
-            stream, finalize = stage.stream, _finalize(stage, finalizer(stage, pipeline.outputs, pipeline.topn,
+            stage = _compile_stage(spark, model, pipeline.aggregate, layouts, location)
+            stream, finalize = stage.stream, _finalize(stage, _finalizer(stage, pipeline.outputs, pipeline.topn,
                                                                          sink_types))
         # Analyse the per-batch plan now, so a bad SELECT list fails at start, not at the first window.
         # Over the stream itself, whose columns a batch has: Spark checks what a streaming query may
@@ -118,7 +119,8 @@ def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
         raise SQLModelError(f"not supported on Spark: {pipeline.unsupported[0]}")
     if pipeline.joins and pipeline.join is None:
         raise SQLModelError("not supported on Spark: a join other than a window join (window aggregations of one "
-                            f"window, joined on window_start and window_end): {pipeline.joins[0][:80]}")
+                            "window, joined on window_start and window_end) or an interval join (a stream and window "
+                            f"results, on a range of its event time around a window attribute): {pipeline.joins[0][:80]}")
     if model.emit_enabled():
         raise SQLModelError("early-fire / late-fire (table.exec.emit.*) is not supported on Spark")
     if not pipeline.stages():
@@ -148,13 +150,13 @@ def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
 
 
 # ------------------------------------------------------------------------------- stages
-def compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate,
+def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate,
                   layouts: tuple[StageLayout, ...], location: str, slices: str = SLICES_DIR) -> Stage:
     """A window aggregation (with the cascade feeding it) as a streaming plan; ``slices`` is the
     directory of its retained slices in the checkpoint, if its windows are assembled."""
     layout = layouts[0]
     if isinstance(aggregate.source, WindowAggregate):
-        upstream = compile_stage(spark, model, aggregate.source, layouts[1:], location, slices)
+        upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices)
         if upstream.assembler is not None:
             raise SQLModelError(f"a window over the results of a {aggregate.source.window.kind} window is not "
                                 "supported on Spark (its windows are assembled per micro-batch)")
@@ -190,7 +192,7 @@ def compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggrega
     return Stage(aggregate, stream.select(*keys, "gs", "w", *fields), keys, slots, slicer, assembler)
 
 
-def compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin, layouts: tuple[StageLayout, ...],
+def _compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin, layouts: tuple[StageLayout, ...],
                         location: str, sink_types: Sequence[tuple[str, str]]) -> tuple[DataFrame, Finalize]:
     """Every branch of the join as a stage of one streaming query, joined per micro-batch
     (:mod:`spark_jobs.joins`). ``layouts`` follows ``Pipeline.stages``: each branch's chain in turn."""
@@ -202,16 +204,16 @@ def compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin, 
         position += len(chain)
         slices = SLICES_DIR if index == 0 else f"{SLICES_DIR}-{index}"
         if per_window(branch.aggregate):
-            stage = compile_stage(spark, model, branch.aggregate.source, own[1:], location, slices)  # type: ignore[arg-type]
+            stage = _compile_stage(spark, model, branch.aggregate.source, own[1:], location, slices)  # type: ignore[arg-type]
             rows = _per_window(branch.aggregate, stage)
         else:
-            stage = compile_stage(spark, model, branch.aggregate, own, location, slices)
-            rows = finalizer(stage, branch.aggregate.outputs, None, ())
+            stage = _compile_stage(spark, model, branch.aggregate, own, location, slices)
+            rows = _finalizer(stage, branch.aggregate.outputs, None, ())
         branches.append(Branch(branch.alias, stage.stream, stage.assembler, rows))
     return joined_stream(branches), join_finalizer(join, branches, sink_types)
 
 
-def compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJoin, layouts: tuple[StageLayout, ...],
+def _compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJoin, layouts: tuple[StageLayout, ...],
                           location: str, sink_types: Sequence[tuple[str, str]]) -> tuple[DataFrame, Finalize]:
     """The stream's rows and the window aggregation as one streaming query, joined per micro-batch
     (:mod:`spark_jobs.joins`)."""
@@ -219,7 +221,7 @@ def compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJo
     rows, mapping = _source_input(spark, model, stream.table, stream.filters)
     rows = rows.select(*[to_column(c.value.expr, mapping).alias(c.name) for c in stream.columns])
     aggregate = join.window.aggregate
-    stage = compile_stage(spark, model, aggregate, layouts, location)
+    stage = _compile_stage(spark, model, aggregate, layouts, location)
     field = window_field_of(next(o for o in aggregate.outputs if o.name == join.bound).value.expr)
     reach = {"window_end": 0, "window_time": 1, "window_start": aggregate.window.shape.span_ms}[field]
     if reach is None:
@@ -227,14 +229,14 @@ def compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJo
                             "windows have no fixed length (use window_end)")
     branches = [Branch(stream.alias, rows, None, lambda df: df),
                 Branch(join.window.alias, stage.stream, stage.assembler,
-                       finalizer(stage, aggregate.outputs, None, ()))]
+                       _finalizer(stage, aggregate.outputs, None, ()))]
     return joined_stream(branches), interval_finalizer(join, branches, location, reach, sink_types)
 
 
 def _per_window(aggregate: WindowAggregate, upstream: Stage) -> Callable[[DataFrame], DataFrame]:
     """Closed windows of ``upstream`` → the rows of ``aggregate``, whose groups are whole windows
     (``joins.per_window``): an aggregation of the windows a micro-batch closes, with no state."""
-    windows, mapping = window_columns(upstream)
+    windows, mapping = _window_columns(upstream)
     keys = [to_column(k.value.expr, mapping).alias(f"g{i}") for i, k in enumerate(aggregate.group_keys)]
     values = [to_column(a.expr, mapping).alias(f"v{i}") for i, a in enumerate(aggregate.aggregates)]
     own = {k.value.key: f"g{i}" for i, k in enumerate(aggregate.group_keys)}
@@ -344,7 +346,7 @@ def _cascade_input(upstream: Stage) -> tuple[DataFrame, dict[str, str]]:
 
 
 # ------------------------------------------------------------------------------- per batch
-def window_columns(stage: Stage) -> tuple[list[Column], dict[str, str]]:
+def _window_columns(stage: Stage) -> tuple[list[Column], dict[str, str]]:
     """A closed window of the stage as one row: its keys, each aggregate's value and the window
     attributes; and which model expression each column holds (by key)."""
     aggregate = stage.aggregate
@@ -363,12 +365,12 @@ def window_columns(stage: Stage) -> tuple[list[Column], dict[str, str]]:
     return columns, mapping
 
 
-def finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
+def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
               sink_types: Sequence[tuple[str, str]]) -> Callable[[DataFrame], DataFrame]:
     """Closed windows of the stage → the query's rows: Top-N, SELECT list, the sink's types."""
     # The columns are built once here, not per micro-batch: each is a round trip to the JVM, and a
     # batch rebuilding them all cost 60-190 ms (measured on the TUMBLE benchmark job).
-    windows, mapping = window_columns(stage)
+    windows, mapping = _window_columns(stage)
     rank_key = sql_key(exp.column(topn.rank_column, table="$rank")) if topn else None
     if rank_key:
         mapping[rank_key] = "_rank"

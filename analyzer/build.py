@@ -18,7 +18,8 @@ from sqlglot.tokens import Token, TokenType
 from stategate.analyzer.dialect import Flink, FunctionLanguage
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.intervals import interval_ms
-from stategate.analyzer.lineage import Relation, Resolver, field_access, source_column
+from stategate.analyzer.lineage import Resolver
+from stategate.analyzer.scope import Relation, field_access, source_column
 from stategate.analyzer.model import Column, Function, JobModel, Output, Pipeline, Resolved, Table, View
 
 _DIALECT = Flink()

@@ -7,13 +7,14 @@ So each relation maps its visible column names to *resolved* expressions: ``max(
 while ``max(c)`` over ``MyView`` that renames ``MyTable.c`` resolves to ``MAX(MyTable.c)``.
 
 Window attributes resolve to ``$windowN.window_start`` (N = nesting level), columns of a table
-function to ``$udtf.c1``. Relations also carry the stateful operators met on the way (window TVF,
-window aggregation, ROW_NUMBER) so :mod:`analyzer.build` can assemble a pipeline.
+function to ``$udtf.c1``. Relations (:mod:`analyzer.scope`) also carry the stateful operators met on
+the way (window TVF, window aggregation, ROW_NUMBER, joins, told by :mod:`analyzer.joins`) so
+:mod:`analyzer.build` can assemble a pipeline.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from typing import Callable, Mapping
 
 from sqlglot import exp
@@ -27,9 +28,9 @@ from stategate.analyzer.dialect import (
 )
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.intervals import interval_ms
-from stategate.analyzer.windows import WindowKind
+from stategate.analyzer.joins import join_of
 from stategate.analyzer.model import (
-    BRANCH_MARKER,
+    RANK_MARKER,
     UDTF_MARKER,
     WINDOW_FIELDS,
     WINDOW_MARKER,
@@ -37,19 +38,28 @@ from stategate.analyzer.model import (
     Clause,
     Function,
     GroupKey,
-    IntervalJoin,
-    JoinBranch,
     Output,
     Resolved,
-    StreamBranch,
     Table,
     TopN,
     Window,
     WindowAggregate,
-    WindowJoin,
-    branch_column,
     sql_key,
 )
+from stategate.analyzer.scope import (
+    Rank,
+    Relation,
+    Scope,
+    conjuncts,
+    copy_relation,
+    needs_quotes,
+    reads_window_fields,
+    source_column,
+    time_attribute,
+    window_column,
+    window_field_of,
+)
+from stategate.analyzer.windows import WindowKind
 
 _AUXILIARY_FIELD = {
     "START": "window_start",
@@ -59,78 +69,6 @@ _AUXILIARY_FIELD = {
 }
 
 
-@dataclass(frozen=True)
-class Rank:
-    """``ROW_NUMBER() OVER (...) AS rk`` seen, waiting for the ``WHERE rk <= N`` that makes a Top-N."""
-
-    column: str
-    partition_keys: tuple[Resolved, ...]
-    order_keys: tuple[tuple[Resolved, str], ...]
-    written: str
-
-
-@dataclass
-class Relation:
-    """What a FROM item or a query produces: resolved columns plus the operators below them."""
-
-    columns: dict[str, exp.Expression]
-    names: list[str]
-    source: str | WindowAggregate | None = None
-    level: int = 0  # windows aggregated below this relation
-    window: Window | None = None  # a TVF applied but not yet aggregated
-    between: list[Clause] = field(default_factory=list)
-    filters: list[Resolved] = field(default_factory=list)
-    udtfs: list[str] = field(default_factory=list)
-    aggregate: WindowAggregate | None = None
-    rank: Rank | None = None
-    topn: TopN | None = None
-    outputs: list[Output] = field(default_factory=list)
-    open_columns: bool = False  # an undeclared table: any column name resolves to it
-    unsupported: list[str] = field(default_factory=list)
-    functions_used: list[str] = field(default_factory=list)
-    joins: list[str] = field(default_factory=list)  # join clauses met on the way, as written
-    joined: list[WindowAggregate] = field(default_factory=list)  # window aggregations in joined branches
-    join: WindowJoin | IntervalJoin | None = None
-
-    def lookup(self, name: str) -> exp.Expression | None:
-        if name in self.columns:
-            return self.columns[name]
-        if self.open_columns and isinstance(self.source, str):
-            return source_column(self.source, name)
-        return None
-
-
-def _needs_quotes(name: str) -> bool:
-    return not name.isidentifier()
-
-
-def source_column(table: str, name: str) -> exp.Column:
-    """The resolved form of a table's physical column: what every reference to it becomes."""
-    return exp.column(name, table=table, quoted=_needs_quotes(name))
-
-
-def time_attribute(table: Table) -> exp.Expression | None:
-    """What a table's rowtime resolves to: its column, or the expression computing it (a computed
-    rowtime, ``ts AS CASE ... END, WATERMARK FOR ts AS ...``); None without a WATERMARK."""
-    column = next((c for c in table.columns if c.name == table.rowtime), None)
-    if column is None:
-        return None
-    return column.computed.expr if column.computed else source_column(table.name, column.name)
-
-
-def window_column(level: int, name: str) -> exp.Column:
-    return exp.column(name, table=f"{WINDOW_MARKER}{level}")
-
-
-def window_field_of(expr: exp.Expression) -> str | None:
-    """``window_start`` if the resolved expression *is* a window attribute column."""
-    if isinstance(expr, exp.Column) and expr.table.startswith(WINDOW_MARKER):
-        return expr.name
-    return None
-
-
-def reads_window_fields(expr: exp.Expression) -> bool:
-    return any(c.table.startswith(WINDOW_MARKER) for c in expr.find_all(exp.Column))
 
 
 class Resolver:
@@ -159,7 +97,7 @@ class Resolver:
                     self._view_cache[name] = self.query(self.views[name])
                 finally:
                     self._resolving.discard(name)
-            return _copy(self._view_cache[name])
+            return copy_relation(self._view_cache[name])
         table = self.tables.get(name)
         if table is None:
             # Seed examples compare scripts without DDL: an undeclared table exposes any column.
@@ -203,7 +141,7 @@ class Resolver:
         partition = tuple(
             Resolved.of(scope.resolve(k), k) for k in table_arg.args.get("partition_by") or []
         )
-        window = self._window(
+        window = self.window(
             call.args["kind"].name, "tvf", time_attr, descriptor.expressions[0],
             call.expressions, base, partition, call,
         )
@@ -215,7 +153,7 @@ class Resolver:
             between=[], rank=None, topn=None, outputs=[],
         )
 
-    def _window(
+    def window(
         self,
         kind: str,
         operator: str,
@@ -269,90 +207,6 @@ class Resolver:
         return function.language if function else None
 
 
-class Scope:
-    """Name resolution inside one SELECT: the relations of its FROM clause, by alias."""
-
-    def __init__(self, relations: dict[str | None, Relation]) -> None:
-        self.relations = relations
-
-    def resolve(self, node: exp.Expression, extra: Callable[[exp.Expression], exp.Expression | None] | None = None) -> exp.Expression:
-        def rewrite(n: exp.Expression) -> exp.Expression:
-            if extra is not None:
-                replaced = extra(n)
-                if replaced is not None:
-                    return replaced
-            if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star):
-                return self.column(n)
-            return n
-
-        return node.copy().transform(rewrite, copy=False)
-
-    def column(self, column: exp.Column) -> exp.Expression:
-        """A column reference resolved; ``a.b.c`` may also read a field of a ROW column (``bid.price``
-        where ``bid`` is a column, or ``T.bid.price``), as in Flink: a qualifier that names no
-        relation in scope names a column."""
-        parts = [part.name for part in column.parts]
-        qualified = len(parts) > 1 and parts[0] in self.relations
-        if not qualified and len(parts) > 1 and self._has_column(parts[0]):
-            return field_access(self._unqualified(parts[0]), parts[1:])
-        if len(parts) > 2 and qualified:
-            return field_access(self._qualified(exp.column(parts[1], table=parts[0])), parts[2:])
-        return self._qualified(column) if column.table else self._unqualified(column.name)
-
-    def branch(self, column: exp.Column) -> exp.Column:
-        """A column of a join's input, read as the input's SELECT names it (``P.id``)."""
-        parts = [part.name for part in column.parts]
-        if len(parts) == 2 and parts[0] in self.relations:
-            alias, name = parts
-        elif len(parts) == 1:
-            name = parts[0]
-            owners = [a for a, r in self.relations.items() if name in r.names]
-            if len(owners) != 1:
-                problem = "is ambiguous" if owners else "not found"
-                raise SQLModelError(f"column {name!r} {problem}", clause=column.sql(dialect="flink"))
-            alias = owners[0]
-        else:
-            raise SQLModelError("a join's condition and outputs read its inputs' columns as alias.column",
-                                clause=column.sql(dialect="flink"))
-        if name not in self.relations[alias].names:
-            raise SQLModelError(f"column {name!r} not found in {alias!r}", clause=column.sql(dialect="flink"))
-        return branch_column(alias, name)
-
-    def _has_column(self, name: str) -> bool:
-        return any(name in r.columns for r in self.relations.values())
-
-    def _qualified(self, column: exp.Column) -> exp.Expression:
-        name = column.name
-        relation = self.relations.get(column.table)
-        if relation is None:
-            raise SQLModelError(f"unknown table or alias {column.table!r}", clause=column.sql(dialect="flink"))
-        found = relation.lookup(name)
-        if found is None:
-            raise SQLModelError(f"column {name!r} not found in {column.table!r}", clause=column.sql(dialect="flink"))
-        return found.copy()
-
-    def _unqualified(self, name: str) -> exp.Expression:
-        matches = [r.columns[name] for r in self.relations.values() if name in r.columns]
-        if len(matches) > 1:
-            raise SQLModelError(f"column {name!r} is ambiguous", clause=name)
-        if matches:
-            return matches[0].copy()
-        for relation in self.relations.values():
-            found = relation.lookup(name)
-            if found is not None:
-                return found.copy()
-        raise SQLModelError(f"column {name!r} not found", clause=name)
-
-    @property
-    def main(self) -> Relation:
-        return next(iter(self.relations.values()))
-
-
-def field_access(row: exp.Expression, names: list[str]) -> exp.Expression:
-    """Field access into a ROW value: ``row.a.b``."""
-    for name in names:
-        row = exp.Dot(this=row, expression=exp.to_identifier(name, quoted=_needs_quotes(name)))
-    return row
 
 
 class _SelectResolver:
@@ -385,10 +239,8 @@ class _SelectResolver:
         self._note_unsupported(base)
         self._functions(base)
         where = select.args.get("where")
-        try:
-            join = self._window_join(scope, where) or self._interval_join(scope, where)
-        except SQLModelError:  # reads its inputs in a way the Spark job cannot (a ROW field, ...)
-            join = None
+        join = join_of(select, scope, self._select_items(scope), self.resolver.tables) \
+            if select.args.get("joins") and not self._is_aggregation() else None
         if join is not None:
             return replace(self._project(scope, base), join=join)
         if where is not None and base.rank is not None:
@@ -398,83 +250,6 @@ class _SelectResolver:
         if self._is_aggregation():
             return self._aggregate(scope, base)
         return self._project(scope, base)
-
-    # --- window join
-    def _window_join(self, scope: Scope, where: exp.Where | None) -> WindowJoin | None:
-        """The query as a window join, if it is one: every input a window aggregation (of one window
-        shape), each joined on equal window_start and window_end with an input before it, and
-        nothing aggregated over the joined rows. None for any other join (or none)."""
-        joins = self.select.args.get("joins") or []
-        relations = scope.relations
-        if not joins or self._is_aggregation() or any(isinstance(j.this, LateralTable) for j in joins) \
-                or None in relations or any(r.aggregate is None or r.topn is not None for r in relations.values()) \
-                or not _joins_only_here(scope, joins):
-            return None
-        shapes = {_window_of(r.aggregate).shape for r in relations.values()}  # type: ignore[arg-type]
-        if len(shapes) != 1 or None in shapes:
-            return None
-        aliases = list(relations)
-        kinds, conditions = [], []
-        for index, join in enumerate(joins, start=1):
-            on = join.args.get("on")
-            if on is None or join.kind.upper() not in ("", "INNER", "OUTER"):
-                return None
-            condition = self._in_branches(scope, on)
-            if not _joins_on_windows(condition, scope, aliases[index], aliases[:index]):
-                return None
-            kinds.append(join.side.upper() or "INNER")
-            conditions.append(Resolved.of(condition, on))
-        filters = tuple(Resolved.of(self._in_branches(scope, c), c) for c in _conjuncts(where.this)) if where else ()
-        branches = tuple(JoinBranch(alias, relation.aggregate)  # type: ignore[arg-type]
-                         for alias, relation in relations.items())
-        return WindowJoin(branches, tuple(kinds), tuple(conditions), filters, self._joined_outputs(scope))
-
-    def _interval_join(self, scope: Scope, where: exp.Where | None) -> IntervalJoin | None:
-        """The query as an interval join, if it is one: a stream (a table, or a filtered view of one)
-        INNER JOINed with a window aggregation, with its event time bounded on both sides by one
-        window attribute, and nothing aggregated over the joined rows. None for any other join."""
-        joins = self.select.args.get("joins") or []
-        relations = scope.relations
-        if len(joins) != 1 or self._is_aggregation() or None in relations or len(relations) != 2 \
-                or not _joins_only_here(scope, joins):
-            return None
-        join = joins[0]
-        on = join.args.get("on")
-        if on is None or join.side or join.kind.upper() not in ("", "INNER") or isinstance(join.this, LateralTable):
-            return None
-        streams = [a for a, r in relations.items() if _is_stream(r)]
-        windows = [a for a, r in relations.items() if r.aggregate is not None and r.topn is None and not r.joined]
-        if len(streams) != 1 or len(windows) != 1:
-            return None
-        stream, window = relations[streams[0]], relations[windows[0]]
-        table = self.resolver.tables.get(stream.source)  # type: ignore[arg-type]
-        rowtime = time_attribute(table) if table is not None else None
-        times = [n for n in stream.names if rowtime is not None and sql_key(stream.columns[n]) == sql_key(rowtime)]
-        conjuncts = [self._in_branches(scope, c) for c in [*_conjuncts(on), *(_conjuncts(where.this) if where else [])]]
-        window_fields = {n for n in window.names if window_field_of(window.columns[n]) in WINDOW_FIELDS}
-        for time in times:
-            bounds = _time_bounds(conjuncts, branch_column(streams[0], time), windows[0], window_fields)
-            if bounds is not None:
-                condition = exp.and_(*conjuncts)
-                columns = tuple(Output(n, Resolved.of(stream.columns[n]), "expression") for n in stream.names)
-                return IntervalJoin(StreamBranch(streams[0], stream.source, tuple(stream.filters), columns),  # type: ignore[arg-type]
-                                    JoinBranch(windows[0], window.aggregate), Resolved.of(condition),  # type: ignore[arg-type]
-                                    time, *bounds, self._joined_outputs(scope))
-        return None
-
-    def _joined_outputs(self, scope: Scope) -> tuple[Output, ...]:
-        """The SELECT list over the joined rows, reading the inputs' columns (:meth:`Scope.branch`)."""
-        return tuple(Output(name, Resolved.of(self._in_branches(scope, node), node), "expression")
-                     for name, node in self._select_items(scope))
-
-    @staticmethod
-    def _in_branches(scope: Scope, node: exp.Expression) -> exp.Expression:
-        node = node.unalias() if isinstance(node, exp.Alias) else node
-
-        def rewrite(n: exp.Expression) -> exp.Expression:
-            return scope.branch(n) if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star) else n
-
-        return node.copy().transform(rewrite, copy=False)
 
     # --- FROM helpers
     def _lateral(self, node: LateralTable, base: Relation, relations: dict[str | None, Relation]) -> None:
@@ -498,7 +273,7 @@ class _SelectResolver:
             base.functions_used.append(func.name)
 
     def _where(self, scope: Scope, base: Relation, predicate: exp.Expression) -> None:
-        for conjunct in _conjuncts(predicate):
+        for conjunct in conjuncts(predicate):
             resolved = scope.resolve(conjunct)
             if base.window is not None and reads_window_fields(resolved):
                 base.between.append(Clause("filter", Resolved.of(resolved, conjunct)))
@@ -538,7 +313,7 @@ class _SelectResolver:
                     if alias not in scope.relations:
                         raise SQLModelError(f"unknown table or alias {alias!r}", clause=item.sql(dialect="flink"))
                     # Qualified by its relation: A.* over a join reads A's columns, whatever B holds.
-                    items.extend((n, exp.column(n, table=alias, quoted=_needs_quotes(n)))
+                    items.extend((n, exp.column(n, table=alias, quoted=needs_quotes(n)))
                                  for n in scope.relations[alias].names)
                 continue
             # Flink names unaliased expressions EXPR$<position>.
@@ -563,7 +338,7 @@ class _SelectResolver:
         rank = base.rank
         assert rank is not None
         limit = None
-        for conjunct in _conjuncts(predicate):
+        for conjunct in conjuncts(predicate):
             n = _rank_limit(conjunct, rank.column)
             if n is None:
                 base.unsupported.append(f"filter beside the Top-N rank: {conjunct.sql(dialect='flink')}")
@@ -576,7 +351,7 @@ class _SelectResolver:
             )
         topn = TopN(rank.partition_keys, rank.order_keys, limit, rank.column, rank.written)
         ranked = replace(base, topn=topn, rank=None)
-        ranked.columns[rank.column] = exp.column(rank.column, table="$rank")
+        ranked.columns[rank.column] = exp.column(rank.column, table=RANK_MARKER)
         if self._is_aggregation():
             raise SQLModelError("aggregation over a Top-N result is not supported",
                                 clause=self.select.sql(dialect="flink")[:80])
@@ -653,7 +428,7 @@ class _SelectResolver:
     def _group_window(self, scope: Scope, base: Relation, node: GroupWindow) -> Window:
         kind = node.args["kind"].name
         time_attr = scope.resolve(node.this)
-        return self.resolver._window(kind, "group", time_attr, node.this, node.expressions, base, (), node)
+        return self.resolver.window(kind, "group", time_attr, node.this, node.expressions, base, (), node)
 
     def _auxiliary(self, window: Window | None) -> Callable[[exp.Expression], exp.Expression | None]:
         def rewrite(node: exp.Expression) -> exp.Expression | None:
@@ -742,19 +517,13 @@ def _role(resolved: exp.Expression, key_texts: set[str] | None = None) -> str:
         return "window"
     if key_texts is not None and sql_key(resolved) in key_texts:
         return "key"
-    if isinstance(resolved, exp.Column) and resolved.table == "$rank":
+    if isinstance(resolved, exp.Column) and resolved.table == RANK_MARKER:
         return "rank"
     if resolved.find(exp.AggFunc) is not None:
         return "aggregate"
     return "expression"
 
 
-def _conjuncts(predicate: exp.Expression) -> list[exp.Expression]:
-    if isinstance(predicate, exp.And):
-        return _conjuncts(predicate.this) + _conjuncts(predicate.expression)
-    if isinstance(predicate, exp.Paren):
-        return _conjuncts(predicate.this)
-    return [predicate]
 
 
 def _rank_limit(conjunct: exp.Expression, rank_column: str) -> int | None:
@@ -787,87 +556,6 @@ def _flatten_group(expressions: list[exp.Expression]) -> list[exp.Expression]:
     return flat
 
 
-def _window_of(aggregate: WindowAggregate) -> Window | None:
-    """The window an aggregation's rows belong to: its own, or, for an aggregation grouped by the
-    window attributes of the windows it reads, theirs."""
-    if aggregate.window is not None:
-        return aggregate.window
-    return _window_of(aggregate.source) if isinstance(aggregate.source, WindowAggregate) else None
-
-
-def _joins_only_here(scope: Scope, joins: list[exp.Join]) -> bool:
-    """Whether the joins of this SELECT are the only ones below it (no input joins anything itself)."""
-    inputs = list(scope.relations.values())
-    return len(inputs[0].joins) == len(joins) and not any(r.joins or r.joined for r in inputs[1:])
-
-
-def _is_stream(relation: Relation) -> bool:
-    """A relation of a table's rows: no window, aggregation, table function, rank or join."""
-    return isinstance(relation.source, str) and relation.aggregate is None and relation.window is None \
-        and not relation.udtfs and relation.rank is None and relation.topn is None and not relation.open_columns
-
-
-def _time_bounds(conjuncts: list[exp.Expression], time: exp.Column, window: str,
-                 fields: set[str]) -> tuple[str, int, int] | None:
-    """``(window column, lower ms, upper ms)`` when the conjuncts bound ``time`` on both sides by one
-    window column of branch ``window``: ``time BETWEEN x - lower AND x + upper`` (or ``>=`` and ``<=``)."""
-    lows: dict[str, int] = {}
-    highs: dict[str, int] = {}
-    key = sql_key(time)
-    for conjunct in conjuncts:
-        pairs: list[tuple[exp.Expression, exp.Expression, bool]] = []  # (time side, bound side, is lower)
-        if isinstance(conjunct, exp.Between):
-            pairs = [(conjunct.this, conjunct.args["low"], True), (conjunct.this, conjunct.args["high"], False)]
-        elif isinstance(conjunct, (exp.GTE, exp.GT, exp.LTE, exp.LT)):
-            lower = isinstance(conjunct, (exp.GTE, exp.GT))
-            pairs = [(conjunct.this, conjunct.expression, lower), (conjunct.expression, conjunct.this, not lower)]
-        for side, bound, lower in pairs:
-            if sql_key(side) != key:
-                continue
-            offset = _offset_from(bound, window, fields)
-            if offset is not None:
-                column, ms = offset
-                (lows if lower else highs)[column] = -ms if lower else ms
-    both = [c for c in lows if c in highs]
-    return (both[0], lows[both[0]], highs[both[0]]) if both else None
-
-
-def _offset_from(node: exp.Expression, window: str, fields: set[str]) -> tuple[str, int] | None:
-    """``(window column, ms)`` for ``W.x``, ``W.x + INTERVAL ...`` or ``W.x - INTERVAL ...``."""
-    sign, offset = 1, 0
-    if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
-        try:
-            offset = interval_ms(node.expression)
-        except SQLModelError:
-            return None
-        sign = 1 if isinstance(node, exp.Add) else -1
-        node = node.this
-    if isinstance(node, exp.Column) and node.table == BRANCH_MARKER + window and node.name in fields:
-        return node.name, sign * offset
-    return None
-
-
-def _joins_on_windows(condition: exp.Expression, scope: Scope, alias: str, earlier: list[str]) -> bool:
-    """Whether ``condition`` equates branch ``alias``'s window_start and window_end with those of an
-    earlier branch (Flink's window join condition)."""
-    def window_field(column: exp.Expression) -> tuple[str, str | None] | None:
-        if not isinstance(column, exp.Column) or not column.table.startswith(BRANCH_MARKER):
-            return None
-        owner = column.table[len(BRANCH_MARKER):]
-        return owner, window_field_of(scope.relations[owner].columns[column.name])
-
-    equated: dict[str, set[str]] = {}
-    for conjunct in _conjuncts(condition):
-        if not isinstance(conjunct, exp.EQ):
-            continue
-        sides = window_field(conjunct.this), window_field(conjunct.expression)
-        if None in sides or sides[0][1] != sides[1][1] or sides[0][1] not in ("window_start", "window_end"):
-            continue
-        owners = {sides[0][0], sides[1][0]}
-        if alias in owners and owners - {alias} and (owners - {alias}).pop() in earlier:
-            equated.setdefault(sides[0][1], set()).add(alias)
-    return all(alias in equated.get(name, ()) for name in ("window_start", "window_end"))
-
 
 def _expand_grouping(node: exp.Expression) -> list[list[exp.Expression]]:
     """GROUPING SETS / ROLLUP / CUBE as the explicit list of grouping sets they stand for."""
@@ -883,17 +571,3 @@ def _expand_grouping(node: exp.Expression) -> list[list[exp.Expression]]:
     return sets
 
 
-def _copy(relation: Relation) -> Relation:
-    return replace(
-        relation,
-        columns=dict(relation.columns),
-        names=list(relation.names),
-        between=list(relation.between),
-        filters=list(relation.filters),
-        udtfs=list(relation.udtfs),
-        outputs=list(relation.outputs),
-        unsupported=list(relation.unsupported),
-        functions_used=list(relation.functions_used),
-        joins=list(relation.joins),
-        joined=list(relation.joined),
-    )

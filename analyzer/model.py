@@ -260,6 +260,9 @@ class IntervalJoin:
     outputs: tuple[Output, ...]
 
 
+#: The qualifier of the rank column of a ``ROW_NUMBER() OVER (...)``, until its Top-N is known.
+RANK_MARKER = "$rank"
+
 #: The qualifier of a window join's branch columns, in front of the branch's alias.
 BRANCH_MARKER = "$branch:"
 

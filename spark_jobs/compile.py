@@ -28,9 +28,9 @@ from pyspark.sql import types as T
 from sqlglot import exp
 
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.lineage import source_column, time_attribute, window_column, window_field_of
+from stategate.analyzer.scope import source_column, time_attribute, window_column, window_field_of
 from stategate.analyzer.layout import TEXT, JobLayout, StageLayout, shape_family, shape_scale
-from stategate.analyzer.model import (WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, Output, Pipeline, Resolved, Table,
+from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, Output, Pipeline, Resolved, Table,
                                       TopN, Window, WindowAggregate, WindowJoin, sql_key)
 from stategate.spark_jobs import state
 from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler
@@ -371,7 +371,7 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
     # The columns are built once here, not per micro-batch: each is a round trip to the JVM, and a
     # batch rebuilding them all cost 60-190 ms (measured on the TUMBLE benchmark job).
     windows, mapping = _window_columns(stage)
-    rank_key = sql_key(exp.column(topn.rank_column, table="$rank")) if topn else None
+    rank_key = sql_key(exp.column(topn.rank_column, table=RANK_MARKER)) if topn else None
     if rank_key:
         mapping[rank_key] = "_rank"
     result = [to_column(o.value.expr, mapping).alias(o.name) for o in outputs]

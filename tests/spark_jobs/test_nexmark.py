@@ -106,12 +106,18 @@ def test_q5_hot_items_join_a_hop_with_its_per_window_maximum(spark, tmp_path, ev
 
 
 # ------------------------------------------------------------------------------ q7 highest bid (interval join)
-def q7_reference(events: list[dict]) -> list[tuple]:
+def q7_reference(events: list[dict], slide: timedelta = TEN) -> list[tuple]:
+    """Every bid priced at the maximum of a 10 s window (ending on the ``slide`` grid) whose range
+    ``[end - 10 s, end]`` holds it."""
     bids = frame(events, nexmark.BID)
     expected = []
-    for start, top in bids.groupby(tumbles(bids.dateTime)).price.max().items():
-        matched = bids[(bids.price == top) & (bids.dateTime >= start) & (bids.dateTime <= start + TEN)]
-        expected += [text(b.auction, b.bidder, b.price, b.dateTime, b.extra) for b in matched.itertuples()]
+    end = bids.dateTime.min().floor(f"{slide.seconds}s") + slide
+    while end - TEN <= bids.dateTime.max():
+        inside = bids[(bids.dateTime >= end - TEN) & (bids.dateTime < end)]
+        if len(inside):
+            matched = bids[(bids.price == inside.price.max()) & (bids.dateTime >= end - TEN) & (bids.dateTime <= end)]
+            expected += [text(b.auction, b.bidder, b.price, b.dateTime, b.extra) for b in matched.itertuples()]
+        end += slide
     return sorted(expected)
 
 
@@ -125,16 +131,21 @@ def write_in_order(events: list[dict], directory: Path, files: int) -> Path:
     return directory
 
 
-def test_q7_highest_bid_interval_join_across_micro_batches(spark, tmp_path) -> None:
+@pytest.mark.parametrize("slide", [TEN, timedelta(seconds=5)], ids=["tumble", "hop"])
+def test_q7_highest_bid_interval_join_across_micro_batches(spark, tmp_path, slide: timedelta) -> None:
     """Bids arrive a file per micro-batch, so the windows' maxima meet bids retained from earlier
-    micro-batches, and bids meet windows retained from earlier ones."""
+    micro-batches, and bids meet windows retained from earlier ones; HOP windows are assembled."""
     events = nexmark.generate(600, step=timedelta(milliseconds=50))
     source = write_in_order(events, tmp_path / "events", 12)
     sql = nexmark.script("q7", source, tmp_path / "out").replace(
         "'format' = 'json'", "'format' = 'json',\n    'spark.maxFilesPerTrigger' = '1'")
+    if slide != TEN:
+        sql = sql.replace("TUMBLE(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '10' SECOND)",
+                          f"HOP(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '{slide.seconds}' SECOND, INTERVAL '10' SECOND)")
+        assert "HOP(TABLE bid" in sql
     rows, result = collect_run(spark, sql, tmp_path / "checkpoint", pipeline="nexmark_q7")
     assert len(result.queries[0].recentProgress) >= 12
-    expected = q7_reference(events)
+    expected = q7_reference(events, slide)
     assert len(expected) >= 3
     assert rows == expected
 

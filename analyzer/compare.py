@@ -122,7 +122,8 @@ def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
                         "the query gained or lost its aggregation",
                         _first_line(old.written), _first_line(new.written))], AggregatePlan()
     findings = _rules_for(change)
-    if change.old_agg.window is None and change.new_agg.window is None:
+    if change.old_agg.window is None and change.new_agg.window is None \
+            and not (change.old_agg.per_window and change.new_agg.per_window):
         findings.append(Finding("stategate.no-window", UNKNOWN,
                                 "GROUP BY without a window: an unbounded aggregation is outside the window rules",
                                 _first_line(old.written), _first_line(new.written)))

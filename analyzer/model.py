@@ -207,6 +207,16 @@ class WindowAggregate:
     def source_table(self) -> str:
         return self.source if isinstance(self.source, str) else self.source.source_table
 
+    @property
+    def per_window(self) -> bool:
+        """Whether this aggregates the windows of the aggregation it reads, grouped by their
+        window_start and window_end (Nexmark q5's maximum count per window): a window aggregation in
+        the window it reads, whose groups are whole windows."""
+        if self.window is not None or not isinstance(self.source, WindowAggregate):
+            return False
+        fields = {k.window_field for k in self.group_keys}
+        return {"window_start", "window_end"} <= fields and fields - {None} <= set(WINDOW_FIELDS)
+
     def chain(self) -> tuple[WindowAggregate, ...]:
         """This aggregation and the cascaded ones feeding it, outermost first."""
         upstream = self.source.chain() if isinstance(self.source, WindowAggregate) else ()

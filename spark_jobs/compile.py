@@ -36,7 +36,7 @@ from stategate.spark_jobs import state
 from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler
 from stategate.spark_jobs.connectors import read_stream, spark_type
 from stategate.spark_jobs.expressions import to_column
-from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalizer, joined_stream, per_window
+from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalizer, joined_stream
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
 from stategate.spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
 from stategate.spark_jobs.state import Slot
@@ -127,7 +127,7 @@ def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
         raise SQLModelError("the query has no window aggregation; stategate runs window aggregations")
     for aggregate in pipeline.stages():
         window = aggregate.window
-        if window is None and isinstance(pipeline.join, WindowJoin) and per_window(aggregate):
+        if window is None and isinstance(pipeline.join, WindowJoin) and aggregate.per_window:
             continue
         if window is None:
             raise SQLModelError("GROUP BY without a window is not supported (its state never expires)")
@@ -203,7 +203,7 @@ def _compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin,
         own = layouts[position:position + len(chain)]
         position += len(chain)
         slices = SLICES_DIR if index == 0 else f"{SLICES_DIR}-{index}"
-        if per_window(branch.aggregate):
+        if branch.aggregate.per_window:
             stage = _compile_stage(spark, model, branch.aggregate.source, own[1:], location, slices)  # type: ignore[arg-type]
             rows = _per_window(branch.aggregate, stage)
         else:
@@ -235,7 +235,7 @@ def _compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJ
 
 def _per_window(aggregate: WindowAggregate, upstream: Stage) -> Callable[[DataFrame], DataFrame]:
     """Closed windows of ``upstream`` → the rows of ``aggregate``, whose groups are whole windows
-    (``joins.per_window``): an aggregation of the windows a micro-batch closes, with no state."""
+    (``WindowAggregate.per_window``): an aggregation of the windows a micro-batch closes, with no state."""
     windows, mapping = _window_columns(upstream)
     keys = [to_column(k.value.expr, mapping).alias(f"g{i}") for i, k in enumerate(aggregate.group_keys)]
     values = [to_column(a.expr, mapping).alias(f"v{i}") for i, a in enumerate(aggregate.aggregates)]

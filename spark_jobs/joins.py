@@ -47,8 +47,7 @@ from typing import Callable, Iterator, Sequence
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from stategate.analyzer.model import (WINDOW_FIELDS, IntervalJoin, Output, WindowAggregate, WindowJoin, branch_column,
-                                      sql_key)
+from stategate.analyzer.model import IntervalJoin, Output, WindowJoin, branch_column, sql_key
 from stategate.spark_jobs.assembly import WindowAssembler, batch_watermark
 from stategate.spark_jobs.expressions import to_column
 from stategate.spark_jobs.late_rows import log
@@ -69,15 +68,6 @@ class Branch:
     stream: DataFrame  # a window aggregation's closed windows (or slices, when assembled), or a stream's rows
     assembler: WindowAssembler | None
     rows: Callable[[DataFrame], DataFrame]  # closed windows → the branch's rows, named as its SELECT names them
-
-
-def per_window(aggregate: WindowAggregate) -> bool:
-    """Whether ``aggregate`` aggregates closed windows grouped by their window_start and window_end,
-    so every group is complete in the micro-batch that closes its windows."""
-    if aggregate.window is not None or not isinstance(aggregate.source, WindowAggregate):
-        return False
-    fields = {k.window_field for k in aggregate.group_keys}
-    return {"window_start", "window_end"} <= fields and set(fields) - {None} <= set(WINDOW_FIELDS)
 
 
 def joined_stream(branches: Sequence[Branch]) -> DataFrame:

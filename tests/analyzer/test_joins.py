@@ -123,3 +123,29 @@ def test_the_join_kind_is_named_and_a_projection_after_the_join_is_full() -> Non
     wider = compare(highest_bid(), highest_bid().replace("AND B1.endtime;", "AND B1.endtime + INTERVAL '1' SECOND;"))
     assert wider.verdict is Verdict.UNKNOWN
     assert "the query's interval join" in next(f.message for f in wider.findings if f.rule == "stategate.join")
+
+
+def hot_items(maximum: str = "MAX(CountBids.num) AS maxn") -> str:
+    """q5's shape: each auction's bids per HOP window, joined with the largest count of its window."""
+    counts = """SELECT auction, COUNT(*) AS num, window_start AS starttime, window_end AS endtime
+    FROM TABLE(HOP(TABLE bid, DESCRIPTOR(dateTime), INTERVAL '2' SECOND, INTERVAL '10' SECOND))
+    GROUP BY auction, window_start, window_end"""
+    return SOURCES + f"""SELECT AuctionBids.auction, AuctionBids.num
+FROM ({counts}) AS AuctionBids
+JOIN (SELECT {maximum}, CountBids.starttime, CountBids.endtime
+      FROM ({counts}) AS CountBids
+      GROUP BY CountBids.starttime, CountBids.endtime) AS MaxBids
+ON AuctionBids.starttime = MaxBids.starttime AND AuctionBids.endtime = MaxBids.endtime
+   AND AuctionBids.num >= MaxBids.maxn;"""
+
+
+def test_an_aggregation_of_windows_by_their_window_is_judged_by_the_window_rules() -> None:
+    """MaxBids groups the HOP windows it reads by their window: in that window, as Flink plans it."""
+    joined = build(hot_items()).pipelines[0].joined[0]
+    assert joined.window is None and joined.per_window
+    changed = compare(hot_items(), hot_items("MIN(CountBids.num) AS maxn"))
+    assert rules(changed)["window-tvf.aggregate.only-one-modified"] == (Verdict.INCOMPATIBLE, "joined window 1")
+    assert "stategate.no-window" not in rules(changed)
+    added = compare(hot_items(), hot_items("MAX(CountBids.num) AS maxn, COUNT(*) AS auctions"))
+    assert rules(added)["window-tvf.aggregate.added"] == (Verdict.PARTIAL, "joined window 1")
+    assert added.verdict is Verdict.UNKNOWN  # the join's input gained a column

@@ -89,3 +89,24 @@ GROUP BY B.bidder, TUMBLE(B.p_time, INTERVAL '2' SECOND);"""
         assert datetime.fromisoformat(proctime) == datetime.fromisoformat(end) - timedelta(milliseconds=1)
         totals[int(bidder)] += int(count)
     assert totals == Counter(bid["bidder"] for bid in nexmark.rows(events, nexmark.BID))
+
+
+def test_a_window_join_of_processing_time_windows(spark, tmp_path) -> None:
+    """Each side's windows on the processing-time clock: read in one micro-batch, every person and
+    auction share one window, so the join finds every seller who registered."""
+    events = nexmark.generate(300, close=False)
+    ddl = nexmark.SOURCE.replace("{events}", str(nexmark.write(events, tmp_path / "events"))).replace(
+        "    dateTime AS", "    p_time AS PROCTIME(),\n    dateTime AS")
+    side = """SELECT {key} AS {name}, window_start AS starttime, window_end AS endtime
+ FROM TABLE(TUMBLE(TABLE nexmark, DESCRIPTOR(p_time), INTERVAL '2' SECOND)) WHERE event_type = {kind}
+ GROUP BY {key}, window_start, window_end"""
+    sql = ddl + (f"SELECT P.id, P.starttime FROM ({side.format(key='person.id', name='id', kind=0)}) P\n"
+                 f"JOIN ({side.format(key='auction.seller', name='seller', kind=1)}) A\n"
+                 "ON P.id = A.seller AND P.starttime = A.starttime AND P.endtime = A.endtime")
+    rows = collect(spark, sql, tmp_path / "checkpoint")
+    wait_past_next(2)
+    rows += collect(spark, sql, tmp_path / "checkpoint")
+    sellers = {row["seller"] for row in nexmark.rows(events, nexmark.AUCTION)}
+    persons = {row["id"] for row in nexmark.rows(events, nexmark.PERSON)}
+    assert sorted(int(row[0]) for row in rows) == sorted(sellers & persons)
+    assert len({row[1] for row in rows}) == 1, "one micro-batch, one processing-time window"

@@ -41,6 +41,7 @@ from typing import Iterator, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
+from pyspark.sql.types import StructType
 
 from stategate.analyzer.layout import watermark_of_offset_log
 from stategate.spark_jobs import state
@@ -70,27 +71,21 @@ class WindowAssembler:
         plan must read the pool once: where it read the cached pool twice, Spark ran stage 1, the
         stateful aggregation, again for the second read (tests/spark_jobs/test_assembly.py counts
         the state updates of each batch)."""
-        spark = slices.sparkSession
-        storage = HadoopStorage(spark)
+        storage = HadoopStorage(slices.sparkSession)
         low, high = batch_watermark(storage, self.location, batch_id - 1), batch_watermark(storage, self.location, batch_id)
+        snapshots = BatchSnapshots(storage, self.location, self.slices)
         pool = slices.select(*self._columns())
-        retained = self._snapshot(batch_id - 1)
-        if storage.exists(retained):
-            # Read in this run's columns, given rather than inferred from the files' footers (about
-            # 60 ms a batch). A field the snapshot lacks (an aggregate added at a restart takes a
-            # slot no retained slice has values in) reads as null, as its slot's state does.
-            pool = spark.read.schema(pool.schema).parquet(retained).unionByName(pool)
-        pool = pool.persist()
+        # A field the snapshot lacks (an aggregate added at a restart takes a slot no retained slice
+        # has values in) reads as null, as its slot's state does.
+        retained = snapshots.previous(batch_id, pool.schema)
+        pool = (pool if retained is None else retained.unionByName(pool)).persist()
         try:
             start, end = F.unix_micros(F.col("w.start")), F.unix_micros(F.col("w.end"))
-            keep = pool.where(self.slicer.last_end(start) > (high or 0) * 1000)
-            keep.write.mode("overwrite").parquet(self._snapshot(batch_id))
+            snapshots.write(batch_id, pool.where(self.slicer.last_end(start) > (high or 0) * 1000))
             yield self._windows(pool, start, end, low, high)
         finally:
             pool.unpersist()
-        old = self._snapshot(batch_id - 2)
-        if storage.exists(old):
-            storage.delete(old)
+        snapshots.drop_before(batch_id)
 
     def _columns(self) -> list[str]:
         """What a retained slice keeps: its keys and the fields the query's aggregates read."""
@@ -112,8 +107,6 @@ class WindowAssembler:
         return combined.select(*self.keys, "gs", window.alias("w"),
                                *[c for c in pool.columns if c not in (*self.keys, "gs", "w")])
 
-    def _snapshot(self, batch_id: int) -> str:
-        return f"{self.location}/{self.slices}/{batch_id}"
 
 
 def batch_watermark(storage: HadoopStorage, location: str, batch_id: int) -> int | None:
@@ -123,3 +116,33 @@ def batch_watermark(storage: HadoopStorage, location: str, batch_id: int) -> int
     if batch_id < 0 or not storage.exists(path):
         return None
     return watermark_of_offset_log(storage.read_text(path))
+
+
+@dataclass(frozen=True)
+class BatchSnapshots:
+    """Side state beside a query's checkpoint, one snapshot per micro-batch (``<directory>/<N>``):
+    batch ``N`` reads what ``N - 1`` kept and writes what it keeps, so a batch replayed after a
+    crash reads the same snapshot again and rewrites its own. Older snapshots are dropped once the
+    batch is written."""
+
+    storage: HadoopStorage
+    location: str  # the query's checkpoint directory
+    directory: str
+
+    def previous(self, batch_id: int, schema: StructType) -> DataFrame | None:
+        """What batch ``batch_id - 1`` kept (None before the first), in ``schema``: given rather than
+        inferred from the files' footers (about 60 ms a read), a column it lacks reads as null."""
+        path = self._path(batch_id - 1)
+        return self.storage.spark.read.schema(schema).parquet(path) if self.storage.exists(path) else None
+
+    def write(self, batch_id: int, kept: DataFrame) -> None:
+        kept.write.mode("overwrite").parquet(self._path(batch_id))
+
+    def drop_before(self, batch_id: int) -> None:
+        """Drop the snapshot no replay of ``batch_id`` or later reads any more."""
+        old = self._path(batch_id - 2)
+        if self.storage.exists(old):
+            self.storage.delete(old)
+
+    def _path(self, batch_id: int) -> str:
+        return f"{self.location}/{self.directory}/{batch_id}"

@@ -32,9 +32,10 @@ micro-batches with its own rows: each pair once, in the micro-batch where its la
 Retained is what can still meet a row to come, as the watermark ``W`` tells it: a stream row while
 a window not yet closed (ending after ``W``) can hold it in range, a window while its range reaches
 ``W`` (a later row is at or after ``W``: a row behind the watermark of its micro-batch is dropped as
-late, as Spark's stateful operators drop them, and counted in a warning of ``stategate.late_rows``). Like the retained slices, the retained rows and
-windows are one snapshot per micro-batch beside the checkpoint (``stategate-join/<N>``), so a
-replayed micro-batch joins the same rows.
+late, as Spark's stateful operators drop them, and counted in a warning of ``stategate.late_rows``).
+Like the retained slices, the retained rows and windows are one snapshot per micro-batch beside
+the checkpoint (``stategate-join/rows/<N>``, ``stategate-join/windows/<N>``;
+``assembly.BatchSnapshots``), so a replayed micro-batch joins the same rows.
 """
 
 from __future__ import annotations
@@ -48,7 +49,7 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from stategate.analyzer.model import IntervalJoin, Output, WindowJoin, branch_column, sql_key
-from stategate.spark_jobs.assembly import WindowAssembler, batch_watermark
+from stategate.spark_jobs.assembly import BatchSnapshots, WindowAssembler, batch_watermark
 from stategate.spark_jobs.expressions import to_column
 from stategate.spark_jobs.late_rows import log
 from stategate.spark_jobs.storage import HadoopStorage
@@ -148,9 +149,10 @@ def interval_finalizer(join: IntervalJoin, branches: Sequence[Branch], location:
         if analyse:
             yield pairs(columns.of(1, window.rows(closed)), rows)
             return
-        spark = batch.sparkSession
-        storage = HadoopStorage(spark)
+        storage = HadoopStorage(batch.sparkSession)
         low, high = batch_watermark(storage, location, batch_id - 1), batch_watermark(storage, location, batch_id)
+        kept_rows = BatchSnapshots(storage, location, f"{JOIN_DIR}/rows")
+        kept_windows = BatchSnapshots(storage, location, f"{JOIN_DIR}/windows")
         batch = batch.persist()
         try:
             with ExitStack() as assembled:
@@ -161,27 +163,24 @@ def interval_finalizer(join: IntervalJoin, branches: Sequence[Branch], location:
                 if low is not None:
                     behind = time < F.timestamp_millis(F.lit(low))
                     rows = rows.observe(late, F.count(F.when(behind, 1)).alias("rows")).where(~behind)
-                retained = f"{location}/{JOIN_DIR}/{batch_id - 1}"
-                old_rows, old_windows = rows.limit(0), windows.limit(0)
-                if storage.exists(retained):
-                    old_rows = spark.read.schema(rows.schema).parquet(f"{retained}/rows")
-                    old_windows = spark.read.schema(windows.schema).parquet(f"{retained}/windows")
+                old_rows, old_windows = kept_rows.previous(batch_id, rows.schema), kept_windows.previous(
+                    batch_id, windows.schema)
+                old_rows = rows.limit(0) if old_rows is None else old_rows
+                old_windows = windows.limit(0) if old_windows is None else old_windows
                 all_rows, all_windows = old_rows.unionByName(rows), old_windows.unionByName(windows)
                 if high is not None:
                     all_rows = all_rows.where(time > F.timestamp_millis(F.lit(high - join.lower_ms - reach_ms)))
                     all_windows = all_windows.where(bound >= F.timestamp_millis(F.lit(high - join.upper_ms)))
-                snapshot = f"{location}/{JOIN_DIR}/{batch_id}"
-                all_rows.write.mode("overwrite").parquet(f"{snapshot}/rows")
-                all_windows.write.mode("overwrite").parquet(f"{snapshot}/windows")
+                kept_rows.write(batch_id, all_rows)
+                kept_windows.write(batch_id, all_windows)
                 if low is not None and late.get["rows"]:
                     log.warning("interval join of %s: micro-batch %d dropped %d late row(s), behind the watermark "
                                 "its windows closed at", join.stream.alias, batch_id, late.get["rows"])
                 yield pairs(windows, old_rows.unionByName(rows)).unionByName(pairs(old_windows, rows))
         finally:
             batch.unpersist()
-        old = f"{location}/{JOIN_DIR}/{batch_id - 2}"
-        if storage.exists(old):
-            storage.delete(old)
+        kept_rows.drop_before(batch_id)
+        kept_windows.drop_before(batch_id)
 
     return finalize
 

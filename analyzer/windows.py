@@ -137,6 +137,10 @@ class SharedKind(SlicedKind):
     def last_end_ms(self, slice_start: int) -> int:
         return self._floor_period(slice_start) + self.size_ms
 
+    def last_end_at_ms(self, ms: int) -> int:
+        """The last window end at or before ``ms``."""
+        return (ms - self.end_offset_ms) // self.step_ms * self.step_ms + self.end_offset_ms
+
     def start_of_ms(self, end: int) -> int:
         return self._floor_period(end - self.back_ms)
 

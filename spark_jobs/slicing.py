@@ -67,11 +67,6 @@ class SharedSlices(SliceIsWindow):
         offset = self.kind.end_offset_ms * 1000
         return F.ceil((slice_end_us - offset) / self.step_us) * self.step_us + offset
 
-    def grid_floor(self, us: Column) -> Column:
-        """The last window end at or before ``us``."""
-        offset = self.kind.end_offset_ms * 1000
-        return F.floor((us - offset) / self.step_us) * self.step_us + offset
-
     def last_end(self, slice_start_us: Column) -> Column:
         """The last window end whose window still holds the slice starting here."""
         return self._floor_period(slice_start_us) + self.kind.size_ms * 1000

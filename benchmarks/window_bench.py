@@ -7,10 +7,12 @@ starts it (JVM start included); the two engines alternate, and the best of ``--r
 each counts. Printed per case: seconds, input rows per second, the ratio (built-in time /
 stategate time: above 1 stategate is faster), the peak state rows of each, and whether both wrote
 the same rows (a mismatch fails the run). A built-in run that exceeds ``--cap`` seconds is stopped
-and its ratio reported as a lower bound (``>``).
+and its ratio reported as a lower bound (``>``). With ``--profile``, each best run also says where
+its query time went, from Spark's streaming progress (the micro-batches' jobs, Spark's bookkeeping
+per batch, and building and starting the query).
 
     .venv/bin/python benchmarks/window_bench.py [--rows 1000000 --keys 500 --minutes 180 --files 10]
-        [--wide-rows 200000 --wide-keys 100] [--repeat 3] [--cap 600] [--only NAME]
+        [--wide-rows 200000 --wide-keys 100] [--repeat 3] [--cap 600] [--only NAME] [--profile]
 """
 
 from __future__ import annotations
@@ -150,8 +152,13 @@ def child(engine: str, case: Case, source: Path, work: Path) -> None:
         query = run(spark, job_sql(source, output, case.tvf), checkpoint).queries[0]
     seconds = time.perf_counter() - started
     progress = [p for p in query.recentProgress if p]
+    phases: dict[str, int] = {}
+    for p in progress:
+        for phase, ms in p["durationMs"].items():
+            phases[phase] = phases.get(phase, 0) + ms
     print(json.dumps({
         "query_seconds": seconds,
+        "phases_ms": phases,
         "input_rows": sum(p["numInputRows"] for p in progress),
         "state_rows": max((sum(o["numRowsTotal"] for o in p["stateOperators"]) for p in progress), default=0),
     }))
@@ -160,6 +167,8 @@ def child(engine: str, case: Case, source: Path, work: Path) -> None:
 @dataclass(frozen=True)
 class Measured:
     seconds: float  # the whole process
+    query_seconds: float  # from building the query to its end: the process without JVM start and data checks
+    phases_ms: dict  # Spark's streaming progress, summed over the micro-batches: where the query's time went
     input_rows: int
     state_rows: int
     output: Path
@@ -177,13 +186,27 @@ def measure(engine: str, case: Case, source: Path, work: Path, cap: float) -> Me
         done = subprocess.run(command, capture_output=True, text=True, timeout=cap, cwd=ROOT,
                               env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     except subprocess.TimeoutExpired:
-        return Measured(cap, 0, 0, work / "out", capped=True)
+        return Measured(cap, 0, {}, 0, 0, work / "out", capped=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         errors = [line for line in done.stderr.splitlines() if "Exception" in line or "Error" in line]
-        return Measured(seconds, 0, 0, work / "out", error=(errors or ["exit %d" % done.returncode])[0][:200])
+        return Measured(seconds, 0, {}, 0, 0, work / "out", error=(errors or ["exit %d" % done.returncode])[0][:200])
     figures = json.loads(done.stdout.strip().splitlines()[-1])
-    return Measured(seconds, figures["input_rows"], figures["state_rows"], work / "out")
+    return Measured(seconds, figures["query_seconds"], figures["phases_ms"], figures["input_rows"],
+                    figures["state_rows"], work / "out")
+
+
+def profile(measured: Measured) -> str:
+    """Where a run's query time went, by Spark's streaming progress: ``addBatch`` is the micro-batches'
+    Spark jobs (and, for stategate, its per-batch Python), the rest Spark's own bookkeeping; what
+    is outside the triggers is building and starting the query."""
+    phases = measured.phases_ms
+    triggers = phases.get("triggerExecution", 0)
+    parts = ", ".join(f"{name} {phases[name] / 1000:.1f}" for name in ("addBatch", "queryPlanning", "walCommit",
+                                                                        "commitOffsets", "latestOffset")
+                      if name in phases)
+    return (f"query {measured.query_seconds:.1f} s = micro-batches {triggers / 1000:.1f} ({parts}) + start "
+            f"{measured.query_seconds - triggers / 1000:.1f}")
 
 
 def same_rows(left: Path, right: Path) -> tuple[bool, int]:
@@ -209,6 +232,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=3, help="alternating runs per case; the best counts")
     parser.add_argument("--cap", type=float, default=600, help="seconds before a run is stopped")
     parser.add_argument("--only", help="run only the cases whose name contains this text")
+    parser.add_argument("--profile", action="store_true", help="also print where each best run's query time went")
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
@@ -258,6 +282,10 @@ def main() -> int:
                   f"{('>' if builtin.capped else '') + f'{ratio:.2f}':>8}"
                   f"{f'{builtin.state_rows:,}/{mine.state_rows:,}':>22}  "
                   f"{'n/a (capped)' if same is None else ('yes' if same else 'NO')} ({count:,} windows)", flush=True)
+            if args.profile:
+                for engine, measured in (("built-in", builtin), ("stategate", mine)):
+                    if not measured.capped:
+                        print(f"    {engine:<10} {profile(measured)}", flush=True)
         if failures:
             print(f"\nFAILED: {failures} case(s) failed or produced different rows", file=sys.stderr)
             return 1

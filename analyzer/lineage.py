@@ -51,7 +51,6 @@ from stategate.analyzer.scope import (
     Relation,
     Scope,
     conjuncts,
-    copy_relation,
     needs_quotes,
     reads_window_fields,
     source_column,
@@ -97,18 +96,18 @@ class Resolver:
                     self._view_cache[name] = self.query(self.views[name])
                 finally:
                     self._resolving.discard(name)
-            return copy_relation(self._view_cache[name])
+            return self._view_cache[name]
         table = self.tables.get(name)
         if table is None:
             # Seed examples compare scripts without DDL: an undeclared table exposes any column.
-            return Relation(columns={}, names=[], source=name, open_columns=True)
+            return Relation(columns={}, names=(), source=name, open_columns=True)
         columns: dict[str, exp.Expression] = {}
         for column in table.columns:
             columns[column.name] = (
                 column.computed.expr.copy() if column.computed
                 else source_column(name, column.name)
             )
-        return Relation(columns=columns, names=[c.name for c in table.columns], source=name)
+        return Relation(columns=columns, names=tuple(c.name for c in table.columns), source=name)
 
     def from_item(self, node: exp.Expression) -> tuple[str | None, Relation]:
         alias = node.alias_or_name if isinstance(node, (exp.Table, exp.Subquery)) else None
@@ -149,8 +148,8 @@ class Resolver:
         for name in WINDOW_FIELDS:
             columns[name] = window_column(window.level, name)
         return replace(
-            base, columns=columns, names=[*base.names, *WINDOW_FIELDS], window=window,
-            between=[], rank=None, topn=None, outputs=[],
+            base, columns=columns, names=(*base.names, *WINDOW_FIELDS), window=window,
+            between=(), rank=None, topn=None, outputs=(),
         )
 
     def window(
@@ -222,22 +221,27 @@ class _SelectResolver:
         if from_ is None:
             raise SQLModelError("a streaming query needs a FROM clause", clause=select.sql(dialect="flink")[:80])
         alias, base = self.resolver.from_item(from_.this)
-        relations: dict[str | None, Relation] = {alias: base}
+        joined: dict[str | None, Relation] = {}
+        udtfs: list[str] = []
+        joins: list[str] = []
+        aggregates: list[WindowAggregate] = []
         for join in select.args.get("joins") or []:
             target = join.this
             if isinstance(target, LateralTable):
-                self._lateral(target, base, relations)
+                name, j_alias, j_rel = self._lateral(target)
+                udtfs.append(name)
             else:
                 written = " ".join(join.sql(dialect="flink").split())
                 j_alias, j_rel = self.resolver.from_item(target)
-                relations[j_alias] = j_rel
                 # The joined branch keeps state of its own: its window aggregation (with the
                 # cascade feeding it) and whatever it joined itself.
-                base.joins += [written, *j_rel.joins]
-                base.joined += [*([j_rel.aggregate] if j_rel.aggregate is not None else []), *j_rel.joined]
-        scope = Scope(relations)
-        self._note_unsupported(base)
-        self._functions(base)
+                joins += [written, *j_rel.joins]
+                aggregates += [*([j_rel.aggregate] if j_rel.aggregate is not None else []), *j_rel.joined]
+            joined[j_alias] = j_rel
+        base = replace(base, udtfs=(*base.udtfs, *udtfs), joins=(*base.joins, *joins),
+                       joined=(*base.joined, *aggregates), unsupported=(*base.unsupported, *self._unsupported_clauses()),
+                       functions_used=(*base.functions_used, *self._functions()))
+        scope = Scope({alias: base, **joined})
         where = select.args.get("where")
         join = join_of(select, scope, self._select_items(scope), self.resolver.tables) \
             if select.args.get("joins") and not self._is_aggregation() else None
@@ -246,41 +250,42 @@ class _SelectResolver:
         if where is not None and base.rank is not None:
             return self._topn(scope, base, where.this)
         if where is not None:
-            self._where(scope, base, where.this)
+            base = self._where(scope, base, where.this)
         if self._is_aggregation():
             return self._aggregate(scope, base)
         return self._project(scope, base)
 
     # --- FROM helpers
-    def _lateral(self, node: LateralTable, base: Relation, relations: dict[str | None, Relation]) -> None:
+    def _lateral(self, node: LateralTable) -> tuple[str, str, Relation]:
+        """The table function's name, its alias and the columns it adds."""
         call = node.this
         name = call.name if isinstance(call, exp.Func) else call.sql()
-        base.udtfs.append(name)
         alias = node.args.get("alias")
-        columns = [c.name for c in alias.columns] if alias is not None else []
-        relations[alias.name if alias is not None else name] = Relation(
+        columns = tuple(c.name for c in alias.columns) if alias is not None else ()
+        return name, alias.name if alias is not None else name, Relation(
             columns={c: exp.column(c, table=UDTF_MARKER) for c in columns}, names=columns,
         )
 
-    def _note_unsupported(self, base: Relation) -> None:
-        for key, label in (("distinct", "SELECT DISTINCT"), ("order", "ORDER BY"),
-                           ("limit", "LIMIT"), ("having", "HAVING")):
-            if self.select.args.get(key) is not None:
-                base.unsupported.append(f"{label} in {self.select.sql(dialect='flink')[:60]}")
+    def _unsupported_clauses(self) -> list[str]:
+        return [f"{label} in {self.select.sql(dialect='flink')[:60]}"
+                for key, label in (("distinct", "SELECT DISTINCT"), ("order", "ORDER BY"),
+                                   ("limit", "LIMIT"), ("having", "HAVING"))
+                if self.select.args.get(key) is not None]
 
-    def _functions(self, base: Relation) -> None:
-        for func in self.select.find_all(exp.Anonymous):
-            base.functions_used.append(func.name)
+    def _functions(self) -> list[str]:
+        return [func.name for func in self.select.find_all(exp.Anonymous)]
 
-    def _where(self, scope: Scope, base: Relation, predicate: exp.Expression) -> None:
+    def _where(self, scope: Scope, base: Relation, predicate: exp.Expression) -> Relation:
+        between, unsupported, filters = list(base.between), list(base.unsupported), list(base.filters)
         for conjunct in conjuncts(predicate):
             resolved = scope.resolve(conjunct)
             if base.window is not None and reads_window_fields(resolved):
-                base.between.append(Clause("filter", Resolved.of(resolved, conjunct)))
+                between.append(Clause("filter", Resolved.of(resolved, conjunct)))
             elif base.aggregate is not None:
-                base.unsupported.append(f"filter after a window aggregation: {conjunct.sql(dialect='flink')}")
+                unsupported.append(f"filter after a window aggregation: {conjunct.sql(dialect='flink')}")
             else:
-                base.filters.append(Resolved.of(resolved, conjunct))
+                filters.append(Resolved.of(resolved, conjunct))
+        return replace(base, between=tuple(between), unsupported=tuple(unsupported), filters=tuple(filters))
 
     # --- plain projection (no aggregation)
     def _project(self, scope: Scope, base: Relation) -> Relation:
@@ -288,12 +293,16 @@ class _SelectResolver:
         names: list[str] = []
         outputs: list[Output] = []
         between = list(base.between)
+        unsupported = list(base.unsupported)
         rank = None
         for item in self._select_items(scope):
             name, written = item
             node = written.unalias() if isinstance(written, exp.Alias) else written
             if isinstance(node, exp.Window):
-                rank = self._rank(scope, name, node) or rank
+                if isinstance(node.this, exp.RowNumber):
+                    rank = self._rank(scope, name, node)
+                else:
+                    unsupported.append(f"OVER window {node.sql(dialect='flink')[:60]}")
                 continue
             resolved = scope.resolve(node)
             if base.window is not None and reads_window_fields(resolved) and window_field_of(resolved) is None:
@@ -301,8 +310,8 @@ class _SelectResolver:
             columns[name] = resolved
             names.append(name)
             outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved)))
-        return replace(base, columns=columns, names=names, between=between,
-                       rank=rank or base.rank, outputs=outputs)
+        return replace(base, columns=columns, names=tuple(names), between=tuple(between),
+                       rank=rank or base.rank, outputs=tuple(outputs), unsupported=tuple(unsupported))
 
     def _select_items(self, scope: Scope) -> list[tuple[str, exp.Expression]]:
         items: list[tuple[str, exp.Expression]] = []
@@ -320,11 +329,7 @@ class _SelectResolver:
             items.append((item.alias_or_name or f"EXPR${len(items)}", item))
         return items
 
-    def _rank(self, scope: Scope, name: str, node: exp.Window) -> Rank | None:
-        func = node.this
-        if not (isinstance(func, exp.RowNumber)):
-            scope.main.unsupported.append(f"OVER window {node.sql(dialect='flink')[:60]}")
-            return None
+    def _rank(self, scope: Scope, name: str, node: exp.Window) -> Rank:
         partition = tuple(Resolved.of(scope.resolve(k), k) for k in node.args.get("partition_by") or [])
         order = node.args.get("order")
         keys = tuple(
@@ -338,10 +343,11 @@ class _SelectResolver:
         rank = base.rank
         assert rank is not None
         limit = None
+        unsupported = list(base.unsupported)
         for conjunct in conjuncts(predicate):
             n = _rank_limit(conjunct, rank.column)
             if n is None:
-                base.unsupported.append(f"filter beside the Top-N rank: {conjunct.sql(dialect='flink')}")
+                unsupported.append(f"filter beside the Top-N rank: {conjunct.sql(dialect='flink')}")
             else:
                 limit = n if limit is None else min(limit, n)
         if limit is None:
@@ -350,8 +356,8 @@ class _SelectResolver:
                 "expected WHERE rk <= N or rk < N", clause=predicate.sql(dialect="flink"),
             )
         topn = TopN(rank.partition_keys, rank.order_keys, limit, rank.column, rank.written)
-        ranked = replace(base, topn=topn, rank=None)
-        ranked.columns[rank.column] = exp.column(rank.column, table=RANK_MARKER)
+        ranked = replace(base, topn=topn, rank=None, unsupported=tuple(unsupported),
+                         columns={**base.columns, rank.column: exp.column(rank.column, table=RANK_MARKER)})
         if self._is_aggregation():
             raise SQLModelError("aggregation over a Top-N result is not supported",
                                 clause=self.select.sql(dialect="flink")[:80])
@@ -413,16 +419,16 @@ class _SelectResolver:
             group_keys=tuple(keys),
             aggregates=tuple(aggregates),
             grouping_sets=tuple(grouping_sets) if grouping_sets is not None else None,
-            filters=tuple(base.filters),
-            between=tuple(base.between),
-            udtfs=tuple(base.udtfs),
+            filters=base.filters,
+            between=base.between,
+            udtfs=base.udtfs,
             outputs=tuple(outputs),
             written=self.select.sql(dialect="flink"),
         )
         return Relation(
-            columns=columns, names=list(columns), source=aggregate, level=level if window else base.level,
-            aggregate=aggregate, outputs=outputs, unsupported=base.unsupported,
-            functions_used=base.functions_used, udtfs=list(base.udtfs), joins=base.joins, joined=base.joined,
+            columns=columns, names=tuple(columns), source=aggregate, level=level if window else base.level,
+            aggregate=aggregate, outputs=tuple(outputs), unsupported=base.unsupported,
+            functions_used=base.functions_used, udtfs=base.udtfs, joins=base.joins, joined=base.joined,
         )
 
     def _group_window(self, scope: Scope, base: Relation, node: GroupWindow) -> Window:

@@ -9,8 +9,8 @@ Spark job can run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-from typing import Callable
+from dataclasses import dataclass
+from typing import Callable, Mapping
 
 from sqlglot import exp
 
@@ -40,27 +40,28 @@ class Rank:
     written: str
 
 
-@dataclass
+@dataclass(frozen=True)
 class Relation:
-    """What a FROM item or a query produces: resolved columns plus the operators below them."""
+    """What a FROM item or a query produces: resolved columns plus the operators below them. A value:
+    a resolver builds a new one with ``dataclasses.replace``, so a cached view is shared, not copied."""
 
-    columns: dict[str, exp.Expression]
-    names: list[str]
+    columns: Mapping[str, exp.Expression]
+    names: tuple[str, ...]
     source: str | WindowAggregate | None = None
     level: int = 0  # windows aggregated below this relation
     window: Window | None = None  # a TVF applied but not yet aggregated
-    between: list[Clause] = field(default_factory=list)
-    filters: list[Resolved] = field(default_factory=list)
-    udtfs: list[str] = field(default_factory=list)
+    between: tuple[Clause, ...] = ()
+    filters: tuple[Resolved, ...] = ()
+    udtfs: tuple[str, ...] = ()
     aggregate: WindowAggregate | None = None
     rank: Rank | None = None
     topn: TopN | None = None
-    outputs: list[Output] = field(default_factory=list)
+    outputs: tuple[Output, ...] = ()
     open_columns: bool = False  # an undeclared table: any column name resolves to it
-    unsupported: list[str] = field(default_factory=list)
-    functions_used: list[str] = field(default_factory=list)
-    joins: list[str] = field(default_factory=list)  # join clauses met on the way, as written
-    joined: list[WindowAggregate] = field(default_factory=list)  # window aggregations in joined branches
+    unsupported: tuple[str, ...] = ()
+    functions_used: tuple[str, ...] = ()
+    joins: tuple[str, ...] = ()  # join clauses met on the way, as written
+    joined: tuple[WindowAggregate, ...] = ()  # window aggregations in joined branches
     join: WindowJoin | IntervalJoin | None = None
 
     def lookup(self, name: str) -> exp.Expression | None:
@@ -198,20 +199,3 @@ def conjuncts(predicate: exp.Expression) -> list[exp.Expression]:
     if isinstance(predicate, exp.Paren):
         return conjuncts(predicate.this)
     return [predicate]
-
-
-def copy_relation(relation: Relation) -> Relation:
-    """A copy whose lists a resolver may extend without touching the original (a cached view)."""
-    return replace(
-        relation,
-        columns=dict(relation.columns),
-        names=list(relation.names),
-        between=list(relation.between),
-        filters=list(relation.filters),
-        udtfs=list(relation.udtfs),
-        outputs=list(relation.outputs),
-        unsupported=list(relation.unsupported),
-        functions_used=list(relation.functions_used),
-        joins=list(relation.joins),
-        joined=list(relation.joined),
-    )

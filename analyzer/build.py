@@ -310,7 +310,6 @@ def _pipeline(relation: Relation, sink: str | None, index: int, statement: State
         aggregate=relation.aggregate,
         topn=relation.topn,
         outputs=outputs,
-        functions_used=tuple(dict.fromkeys(relation.functions_used)),
         line=statement.line,
         written=statement.text,
         unsupported=tuple(relation.unsupported),

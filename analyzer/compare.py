@@ -227,7 +227,7 @@ def _join_key(join: WindowJoin | IntervalJoin) -> tuple:
 
 def _as_pipeline(pipeline: Pipeline, aggregate: WindowAggregate) -> Pipeline:
     return Pipeline(name=f"{pipeline.name} (upstream)", sink=None, aggregate=aggregate, topn=None,
-                    outputs=aggregate.outputs, functions_used=(), written=aggregate.written)
+                    outputs=aggregate.outputs, written=aggregate.written)
 
 
 def _tag(finding: Finding, pipeline: str) -> Finding:

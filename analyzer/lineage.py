@@ -239,8 +239,7 @@ class _SelectResolver:
                 aggregates += [*([j_rel.aggregate] if j_rel.aggregate is not None else []), *j_rel.joined]
             joined[j_alias] = j_rel
         base = replace(base, udtfs=(*base.udtfs, *udtfs), joins=(*base.joins, *joins),
-                       joined=(*base.joined, *aggregates), unsupported=(*base.unsupported, *self._unsupported_clauses()),
-                       functions_used=(*base.functions_used, *self._functions()))
+                       joined=(*base.joined, *aggregates), unsupported=(*base.unsupported, *self._unsupported_clauses()))
         scope = Scope({alias: base, **joined})
         where = select.args.get("where")
         join = join_of(select, scope, self._select_items(scope), self.resolver.tables) \
@@ -271,9 +270,6 @@ class _SelectResolver:
                 for key, label in (("distinct", "SELECT DISTINCT"), ("order", "ORDER BY"),
                                    ("limit", "LIMIT"), ("having", "HAVING"))
                 if self.select.args.get(key) is not None]
-
-    def _functions(self) -> list[str]:
-        return [func.name for func in self.select.find_all(exp.Anonymous)]
 
     def _where(self, scope: Scope, base: Relation, predicate: exp.Expression) -> Relation:
         between, unsupported, filters = list(base.between), list(base.unsupported), list(base.filters)
@@ -428,7 +424,7 @@ class _SelectResolver:
         return Relation(
             columns=columns, names=tuple(columns), source=aggregate, level=level if window else base.level,
             aggregate=aggregate, outputs=tuple(outputs), unsupported=base.unsupported,
-            functions_used=base.functions_used, udtfs=base.udtfs, joins=base.joins, joined=base.joined,
+            udtfs=base.udtfs, joins=base.joins, joined=base.joined,
         )
 
     def _group_window(self, scope: Scope, base: Relation, node: GroupWindow) -> Window:

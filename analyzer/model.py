@@ -291,7 +291,6 @@ class Pipeline:
     aggregate: WindowAggregate | None
     topn: TopN | None
     outputs: tuple[Output, ...]
-    functions_used: tuple[str, ...]
     line: int | None = None
     written: str = field(compare=False, default="")
     unsupported: tuple[str, ...] = ()  # constructs no rule covers (OVER windows, ORDER BY, ...)

@@ -59,7 +59,6 @@ class Relation:
     outputs: tuple[Output, ...] = ()
     open_columns: bool = False  # an undeclared table: any column name resolves to it
     unsupported: tuple[str, ...] = ()
-    functions_used: tuple[str, ...] = ()
     joins: tuple[str, ...] = ()  # join clauses met on the way, as written
     joined: tuple[WindowAggregate, ...] = ()  # window aggregations in joined branches
     join: WindowJoin | IntervalJoin | None = None

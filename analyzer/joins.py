@@ -103,7 +103,7 @@ def _interval_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.
         if bounds is not None:
             condition = exp.and_(*parts)
             columns = tuple(Output(n, Resolved.of(stream.columns[n]), "expression") for n in stream.names)
-            return IntervalJoin(StreamBranch(streams[0], stream.source, tuple(stream.filters), columns),  # type: ignore[arg-type]
+            return IntervalJoin(StreamBranch(streams[0], stream.source, stream.filters, columns),  # type: ignore[arg-type]
                                 JoinBranch(windows[0], window.aggregate), Resolved.of(condition),  # type: ignore[arg-type]
                                 time, *bounds, _outputs(scope, items))
     return None

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from pyspark.sql import Column
 from pyspark.sql import functions as F
 
+from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Window
 from stategate.analyzer.windows import Session, SharedKind, SlicedKind
 
@@ -94,4 +95,6 @@ def slicer_for(window: Window) -> WindowSlicer:
         return SharedSlices(shape)
     if isinstance(shape, SlicedKind):
         return SliceIsWindow(shape)
-    return MergedSessions(shape)  # type: ignore[arg-type]
+    if isinstance(shape, Session):
+        return MergedSessions(shape)
+    raise SQLModelError(f"{window.written}: a {type(shape).__name__} window cannot run on Spark here")

@@ -221,7 +221,7 @@ class _SelectResolver:
         if from_ is None:
             raise SQLModelError("a streaming query needs a FROM clause", clause=select.sql(dialect="flink")[:80])
         alias, base = self.resolver.from_item(from_.this)
-        joined: dict[str | None, Relation] = {}
+        others: dict[str | None, Relation] = {}  # the relations it joins, by alias
         udtfs: list[str] = []
         joins: list[str] = []
         aggregates: list[WindowAggregate] = []
@@ -237,10 +237,10 @@ class _SelectResolver:
                 # cascade feeding it) and whatever it joined itself.
                 joins += [written, *j_rel.joins]
                 aggregates += [*([j_rel.aggregate] if j_rel.aggregate is not None else []), *j_rel.joined]
-            joined[j_alias] = j_rel
+            others[j_alias] = j_rel
         base = replace(base, udtfs=(*base.udtfs, *udtfs), joins=(*base.joins, *joins),
                        joined=(*base.joined, *aggregates), unsupported=(*base.unsupported, *self._unsupported_clauses()))
-        scope = Scope({alias: base, **joined})
+        scope = Scope({alias: base, **others})
         where = select.args.get("where")
         join = join_of(select, scope, self._select_items(scope), self.resolver.tables) \
             if select.args.get("joins") and not self._is_aggregation() else None

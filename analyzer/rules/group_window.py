@@ -7,24 +7,26 @@ window properties) get seed 001's effect, which is the conservative reading.
 
 from __future__ import annotations
 
+from functools import partial
+
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules import shared, window_tvf
-from stategate.analyzer.rules.shared import FULL, Change
+from stategate.analyzer.rules.shared import FULL, Change, Check
 
 PREFIX = "group-window"
 
+#: Seed 001's rules without the two that need a TVF: window attributes as GROUP BY keys (a group
+#: window is one key) and clauses between the TVF and GROUP BY.
+CHECKS: tuple[Check, ...] = (
+    shared.window_definition,
+    partial(shared.group_keys, window_reorder=FULL, window_fields_rule=False),
+    shared.aggregates,
+    shared.window_outputs,
+    *window_tvf.STATE,
+    *window_tvf.CLAUSES,
+    window_tvf.window_field_aggregates,
+)
+
 
 def check(change: Change) -> list[Finding]:
-    old, new = change.old_agg, change.new_agg
-    return [
-        *shared.window_definition(PREFIX, old.window, new.window),
-        *shared.group_keys(PREFIX, old.group_keys, new.group_keys, window_reorder=FULL,
-                           window_fields_rule=False),
-        *shared.aggregates(PREFIX, change),
-        *shared.window_outputs(PREFIX, old, new),
-        *shared.emit_settings(PREFIX, change),
-        *shared.user_defined_aggregates(PREFIX, change),
-        *window_tvf.grouping_sets(PREFIX, old, new),
-        *window_tvf.udtfs(PREFIX, old, new),
-        *window_tvf.window_field_aggregates(PREFIX, old, new),
-    ]
+    return shared.run(PREFIX, CHECKS, change)

@@ -1,6 +1,7 @@
 """Checks shared by the seed rule sets; each seed module composes them with its own rule ids.
 
-A check compares one part of two window aggregations and returns findings. Rule ids are
+A check (:data:`Check`) compares one part of two versions of a pipeline and returns findings; each
+seed module lists its checks in a tuple (``CHECKS``) and :func:`run` applies them. Rule ids are
 ``<prefix>.<part>.<change>`` where the prefix names the seed document the effect comes from
 (``group-window`` = seed 000, ``window-tvf`` = 001, ``window-topn`` = 002) or ``stategate`` for
 stategate's own rules where the seeds are silent.
@@ -9,9 +10,9 @@ stategate's own rules where the seeds are silent.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
-from stategate.analyzer.model import Aggregate, GroupKey, JobModel, Pipeline, Window, WindowAggregate
+from stategate.analyzer.model import Aggregate, JobModel, Pipeline, Window, WindowAggregate
 from stategate.analyzer.windows import format_ms
 from stategate.analyzer.report import AggregatePlan, Finding, Verdict
 
@@ -38,13 +39,23 @@ class Change:
         return self.new.aggregate
 
 
+#: One rule of a seed document: the rule-id prefix and the change → its findings.
+Check = Callable[[str, Change], list[Finding]]
+
+
+def run(prefix: str, checks: Sequence[Check], change: Change) -> list[Finding]:
+    """The findings of every check, in the order the seed document lists them."""
+    return [finding for check in checks for finding in check(prefix, change)]
+
+
 def _list(items: Iterable[str]) -> str:
     return ", ".join(items) or "(none)"
 
 
 # ---------------------------------------------------------------------------- window definition
-def window_definition(prefix: str, old: Window | None, new: Window | None) -> list[Finding]:
+def window_definition(prefix: str, change: Change) -> list[Finding]:
     """Type, size, slide, gap, offset, time attribute, partition keys: fixed parts of the state."""
+    old, new = change.old_agg.window, change.new_agg.window
     if old is None or new is None:
         if old is new:
             return []
@@ -94,9 +105,10 @@ def _ms(value: int | None) -> str:
 
 
 # ---------------------------------------------------------------------------- group keys
-def group_keys(prefix: str, old: Sequence[GroupKey], new: Sequence[GroupKey],
-               window_reorder: Verdict, window_fields_rule: bool) -> list[Finding]:
-    """Non-window keys are fixed in content and order; the window key's position is ``window_reorder``."""
+def group_keys(prefix: str, change: Change, *, window_reorder: Verdict, window_fields_rule: bool) -> list[Finding]:
+    """Non-window keys are fixed in content and order; the window key's position is ``window_reorder``.
+    A seed module binds the two keywords (``functools.partial``) to make it a :data:`Check`."""
+    old, new = change.old_agg.group_keys, change.new_agg.group_keys
     findings = []
     old_plain = [k.value.key for k in old if not k.is_window]
     new_plain = [k.value.key for k in new if not k.is_window]
@@ -220,7 +232,8 @@ def _delta(added: Sequence[str], removed: Sequence[str]) -> str:
     return "; ".join(parts) or "modified"
 
 
-def window_outputs(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Finding]:
+def window_outputs(prefix: str, change: Change) -> list[Finding]:
+    old, new = change.old_agg, change.new_agg
     old_w = [o.name for o in old.outputs if o.role == "window"]
     new_w = [o.name for o in new.outputs if o.role == "window"]
     if sorted(old_w) == sorted(new_w):

@@ -6,10 +6,11 @@ that changes the rows fed to ROW_NUMBER (aggregates, keys in any order) breaks t
 
 from __future__ import annotations
 
-from stategate.analyzer.model import TopN
+from functools import partial
+
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules import shared, window_tvf
-from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, Change
+from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, Change, Check
 
 PREFIX = "window-topn"
 
@@ -20,67 +21,69 @@ def check(change: Change) -> list[Finding]:
         return [Finding(f"{PREFIX}.added-or-removed", INCOMPATIBLE,
                         "a Top-N (ROW_NUMBER ... WHERE rk <= N) was " + ("added" if new_topn else "removed"),
                         old_topn.written if old_topn else "(none)", new_topn.written if new_topn else "(none)")]
-    old, new = change.old_agg, change.new_agg
-    findings = [
-        *shared.window_definition(PREFIX, old.window, new.window),
-        *shared.group_keys(PREFIX, old.group_keys, new.group_keys, window_reorder=INCOMPATIBLE,
-                           window_fields_rule=True),
-        *aggregate_fields(change),
-        *shared.emit_settings(PREFIX, change),
-        *shared.user_defined_aggregates(PREFIX, change),
-        *window_tvf.between_clauses(PREFIX, old, new),
-        *window_tvf.grouping_sets(PREFIX, old, new),
-        *window_tvf.udtfs(PREFIX, old, new),
-        *ranking(old_topn, new_topn),
-        *outer_outputs(change),
-    ]
-    return findings
+    return shared.run(PREFIX, CHECKS, change)
 
 
-def aggregate_fields(change: Change) -> list[Finding]:
+def aggregate_fields(prefix: str, change: Change) -> list[Finding]:
     old = [a.identity for a in change.old_agg.aggregates]
     new = [a.identity for a in change.new_agg.aggregates]
     if old == new:
         return []
     before = ", ".join(a.written for a in change.old_agg.aggregates)
     after = ", ".join(a.written for a in change.new_agg.aggregates)
-    return [Finding(f"{PREFIX}.aggregate.changed", INCOMPATIBLE,
+    return [Finding(f"{prefix}.aggregate.changed", INCOMPATIBLE,
                     "aggregate fields feeding the Top-N were added, removed, modified or reordered",
                     before, after)]
 
 
-def ranking(old: TopN, new: TopN) -> list[Finding]:
+def ranking(prefix: str, change: Change) -> list[Finding]:
+    old, new = change.old.topn, change.new.topn
+    assert old is not None and new is not None
     findings = []
     old_p = [k.key for k in old.partition_keys]
     new_p = [k.key for k in new.partition_keys]
     if sorted(old_p) != sorted(new_p):
-        findings.append(Finding(f"{PREFIX}.partition-key.changed", INCOMPATIBLE,
+        findings.append(Finding(f"{prefix}.partition-key.changed", INCOMPATIBLE,
                                 "Top-N PARTITION BY keys were added, removed or modified",
                                 old.written, new.written))
     elif old_p != new_p:
-        findings.append(Finding(f"{PREFIX}.partition-key.reordered", FULL,
+        findings.append(Finding(f"{prefix}.partition-key.reordered", FULL,
                                 "Top-N PARTITION BY keys were only reordered", old.written, new.written))
     old_o = [(k.key, d) for k, d in old.order_keys]
     new_o = [(k.key, d) for k, d in new.order_keys]
     if old_o != new_o:
-        findings.append(Finding(f"{PREFIX}.order-by.changed", INCOMPATIBLE,
+        findings.append(Finding(f"{prefix}.order-by.changed", INCOMPATIBLE,
                                 "Top-N ORDER BY fields or directions changed", old.written, new.written))
     if old.limit != new.limit:
-        findings.append(Finding(f"{PREFIX}.n.changed", INCOMPATIBLE,
+        findings.append(Finding(f"{prefix}.n.changed", INCOMPATIBLE,
                                 f"Top-N N changed from {old.limit} to {new.limit}",
                                 f"{old.rank_column} <= {old.limit}", f"{new.rank_column} <= {new.limit}"))
     return findings
 
 
-def outer_outputs(change: Change) -> list[Finding]:
+def outer_outputs(prefix: str, change: Change) -> list[Finding]:
     """Window attributes and the rank column in the outer SELECT are computed on emit: FULL."""
     findings = []
     for role, label in (("window", "window attribute"), ("rank", "rank column")):
         old = [o.name for o in change.old.outputs if o.role == role]
         new = [o.name for o in change.new.outputs if o.role == role]
         if sorted(old) != sorted(new):
-            findings.append(Finding(f"{PREFIX}.output.{role}", FULL,
+            findings.append(Finding(f"{prefix}.output.{role}", FULL,
                                     f"{label} outputs of the Top-N changed from "
                                     f"[{', '.join(old) or '(none)'}] to [{', '.join(new) or '(none)'}]",
                                     ", ".join(old), ", ".join(new)))
     return findings
+
+
+#: Seed 002's rules: the window aggregation's, stricter (keys in any order, any aggregate change),
+#: then the ranking's.
+CHECKS: tuple[Check, ...] = (
+    shared.window_definition,
+    partial(shared.group_keys, window_reorder=INCOMPATIBLE, window_fields_rule=True),
+    aggregate_fields,
+    *window_tvf.STATE,
+    window_tvf.between_clauses,
+    *window_tvf.CLAUSES,
+    ranking,
+    outer_outputs,
+)

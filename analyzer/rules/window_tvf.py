@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
+from functools import partial
+
 from stategate.analyzer.model import WindowAggregate
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules import shared
-from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
+from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change, Check
 
 PREFIX = "window-tvf"
 
 
 def check(change: Change) -> list[Finding]:
-    old, new = change.old_agg, change.new_agg
-    return [
-        *shared.window_definition(PREFIX, old.window, new.window),
-        *shared.group_keys(PREFIX, old.group_keys, new.group_keys, window_reorder=FULL,
-                           window_fields_rule=True),
-        *shared.aggregates(PREFIX, change),
-        *shared.window_outputs(PREFIX, old, new),
-        *shared.emit_settings(PREFIX, change),
-        *shared.user_defined_aggregates(PREFIX, change),
-        *between_clauses(PREFIX, old, new),
-        *grouping_sets(PREFIX, old, new),
-        *udtfs(PREFIX, old, new),
-        *window_field_aggregates(PREFIX, old, new),
-    ]
+    return shared.run(PREFIX, CHECKS, change)
 
 
-def between_clauses(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Finding]:
+def between_clauses(prefix: str, change: Change) -> list[Finding]:
     """Calculations and filters on window attributes between the TVF and the GROUP BY."""
+    old, new = change.old_agg, change.new_agg
     findings = []
     old_calc = [c.value.written for c in old.between if c.kind == "calculation"]
     new_calc = [c.value.written for c in new.between if c.kind == "calculation"]
@@ -52,7 +42,8 @@ def between_clauses(prefix: str, old: WindowAggregate, new: WindowAggregate) -> 
     return findings
 
 
-def grouping_sets(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Finding]:
+def grouping_sets(prefix: str, change: Change) -> list[Finding]:
+    old, new = change.old_agg, change.new_agg
     had, has = old.grouping_sets is not None, new.grouping_sets is not None
     if had != has:
         return [Finding(f"{prefix}.grouping-sets.added-or-removed", INCOMPATIBLE,
@@ -72,9 +63,9 @@ def _sets(agg: WindowAggregate) -> str:
         "(" + ", ".join(k.written for k in s) + ")" for s in agg.grouping_sets) + ")"
 
 
-def udtfs(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Finding]:
-    before = [u for stage in old.chain() for u in stage.udtfs]
-    after = [u for stage in new.chain() for u in stage.udtfs]
+def udtfs(prefix: str, change: Change) -> list[Finding]:
+    before = [u for stage in change.old_agg.chain() for u in stage.udtfs]
+    after = [u for stage in change.new_agg.chain() for u in stage.udtfs]
     if not before and not after:
         return []
     return [Finding(f"{prefix}.udtf", UNKNOWN,
@@ -82,11 +73,27 @@ def udtfs(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Findi
                     ", ".join(before), ", ".join(after))]
 
 
-def window_field_aggregates(prefix: str, old: WindowAggregate, new: WindowAggregate) -> list[Finding]:
-    before = [a.written for a in old.aggregates if a.on_window_field]
-    after = [a.written for a in new.aggregates if a.on_window_field]
+def window_field_aggregates(prefix: str, change: Change) -> list[Finding]:
+    before = [a.written for a in change.old_agg.aggregates if a.on_window_field]
+    after = [a.written for a in change.new_agg.aggregates if a.on_window_field]
     if not before and not after:
         return []
     return [Finding(f"{prefix}.aggregate-on-window-field", UNKNOWN,
                     "an aggregate over window_start / window_end / window_time is added, deleted or kept",
                     ", ".join(before), ", ".join(after))]
+
+
+#: Seed 001's rules, in the order its report lists them. Seed 000 (legacy group windows) and seed
+#: 002 (Top-N) share the runs :data:`STATE` and :data:`CLAUSES` with it.
+STATE: tuple[Check, ...] = (shared.emit_settings, shared.user_defined_aggregates)
+CLAUSES: tuple[Check, ...] = (grouping_sets, udtfs)
+CHECKS: tuple[Check, ...] = (
+    shared.window_definition,
+    partial(shared.group_keys, window_reorder=FULL, window_fields_rule=True),
+    shared.aggregates,
+    shared.window_outputs,
+    *STATE,
+    between_clauses,
+    *CLAUSES,
+    window_field_aggregates,
+)

@@ -76,7 +76,7 @@ class WindowAssembler:
         low, high = batch_watermark(storage, self.location, batch_id - 1), batch_watermark(storage, self.location, batch_id)
         snapshots = BatchSnapshots(storage, self.location, self.slices)
         plan = self._plan
-        pool = slices.select(*plan.columns)
+        pool = slices.select(*self.keys, "gs", "w", *plan.values)
         # A field the snapshot lacks (an aggregate added at a restart takes a slot no retained slice
         # has values in) reads as null, as its slot's state does.
         retained = snapshots.previous(batch_id, pool.schema)
@@ -98,11 +98,10 @@ class WindowAssembler:
         first = F.greatest(self.slicer.first_end(end), F.col(_LOW))
         last = F.least(last_end, F.col(_HIGH))
         ends = F.when(first <= last, F.sequence(first, last, F.lit(self.slicer.step_us)))
-        columns = [*self.keys, "gs", "w", state.ROWS, *(f for slot in self.slots for f in state.fields_of(slot))]
-        values = columns[len(self.keys) + 2:]
+        values = [state.ROWS, *(f for slot in self.slots for f in state.fields_of(slot))]
         window = F.struct(F.timestamp_micros(self.slicer.start_of(F.col("_end"))).alias("start"),
                           F.timestamp_micros(F.col("_end")).alias("end"))
-        return _AssemblyPlan(columns, values, last_end, F.explode(ends).alias("_end"), state.combine(self.slots),
+        return _AssemblyPlan(values, last_end, F.explode(ends).alias("_end"), state.combine(self.slots),
                              window.alias("w"))
 
     def _windows(self, pool: DataFrame, low: int | None, high: int | None) -> DataFrame:
@@ -120,8 +119,7 @@ class WindowAssembler:
 
 @dataclass(frozen=True)
 class _AssemblyPlan:
-    columns: list[str]  # what a retained slice keeps: its keys and the fields the query's aggregates read
-    values: list[str]  # of those, the buffer fields
+    values: list[str]  # what a retained slice keeps beside its keys and slice: the fields the query reads
     last_end: Column  # of a slice: the last window end that holds it (microseconds)
     ends: Column  # of a slice: the ends of the windows that hold it and that the batch closes
     combined: list[Column]  # the aggregation of a window's slices

@@ -9,9 +9,10 @@ from stategate.analyzer.build import build, build_file
 from stategate.analyzer.compare import compare, compare_models
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import JobModel
-from stategate.analyzer.report import AggregatePlan, Finding, Report, Verdict
+from stategate.analyzer.report import FIRST_DEPLOY, AggregatePlan, Finding, Report, Verdict
 
 __all__ = [
+    "FIRST_DEPLOY",
     "AggregatePlan",
     "Finding",
     "JobModel",

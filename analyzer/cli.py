@@ -28,10 +28,9 @@ from typing import Sequence
 from stategate.analyzer.build import build, build_file
 from stategate.analyzer.compare import compare_models
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.report import Report, Verdict
+from stategate.analyzer.report import FIRST_DEPLOY, Report, Verdict
 
 EXIT_OK, EXIT_FAIL_ON, EXIT_INVALID = 0, 1, 2
-FIRST_DEPLOY = "FIRST_DEPLOY"
 
 
 class DeployedVersionError(ValueError):

@@ -8,6 +8,11 @@ from enum import Enum
 from functools import total_ordering
 
 
+#: What the gate and ``stategate check`` say where no version is deployed, or no state kept:
+#: nothing to compare with, the job starts fresh.
+FIRST_DEPLOY = "FIRST_DEPLOY"
+
+
 @total_ordering
 class Verdict(Enum):
     """Outcome of a change, ordered by severity: INCOMPATIBLE > UNKNOWN > PARTIAL > FULL."""

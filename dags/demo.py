@@ -20,6 +20,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from stategate.analyzer import Verdict
+from stategate.provider import xcom
+
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = Path(__file__).with_name("stategate_demo")
 STORY = [
@@ -60,14 +63,15 @@ def arrive(demo: Path, part: int) -> None:
     os.utime(target, (1_700_000_000 + part, 1_700_000_000 + part))
 
 
-def xcom(run_id: str, task_id: str, key: str):
+def gate_xcom(run_id: str, key: str):
+    """What the run's gate pushed under ``key`` (``stategate.provider.xcom``)."""
     from airflow.models.xcom import XComModel
     from airflow.utils.session import create_session
     from sqlalchemy import select
 
     with create_session() as session:
         row = session.scalar(select(XComModel).where(
-            XComModel.run_id == run_id, XComModel.task_id == task_id, XComModel.key == key))
+            XComModel.run_id == run_id, XComModel.task_id == xcom.GATE_TASK_ID, XComModel.key == key))
         return None if row is None else XComModel.deserialize_value(row)
 
 
@@ -125,8 +129,9 @@ def main() -> int:
         run = dag.test(run_conf={"job": "bids", "sql": str(demo / "current.sql"), "root": f"file://{root}"})
         states = {ti.task_id: ti.state for ti in run.get_task_instances()}
         branch = next((b for b in BRANCHES if states.get(b) == "success"), "?")
-        print(f"verdict: {xcom(run.run_id, 'gate', 'verdict')}    branch: {branch}    run: {run.state}")
-        report = xcom(run.run_id, "gate", "report")
+        verdict = gate_xcom(run.run_id, xcom.VERDICT)
+        print(f"verdict: {verdict}    branch: {branch}    run: {run.state}")
+        report = gate_xcom(run.run_id, xcom.REPORT)
         for finding in (report or {}).get("findings", []):
             print(f"  {finding['effect']:<12} {finding['rule']:<34} {finding['message']}")
         if report and report["aggregates"]["added"]:
@@ -142,7 +147,7 @@ def main() -> int:
         if rows is not None:
             print(f"  {len(rows)} new result rows in {sink.name}/, the first windows:")
             print("    " + rows.head(6).to_string(index=False).replace("\n", "\n    "))
-            if xcom(run.run_id, "gate", "verdict") == "PARTIAL":
+            if verdict == Verdict.PARTIAL.value:
                 print(straddling(rows, part) or "")
     history = sorted((root / "bids" / "history").glob("*.json"))
     print(f"\ndeployment record: {root / 'bids' / 'deployment.json'} ({len(history)} earlier in history/)")

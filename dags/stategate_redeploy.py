@@ -29,6 +29,7 @@ from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.sdk import DAG, Param
 
 from stategate import spark_jobs
+from stategate.provider import xcom
 from stategate.provider.operators.approval import StateApprovalOperator
 from stategate.provider.operators.clear_state import ClearStateOperator
 from stategate.provider.operators.gate import StateGateOperator
@@ -63,7 +64,7 @@ with DAG(
 ) as dag:
     job = dict(job_name="{{ params.job }}", root="{{ params.root }}", conn_id="{{ params.conn_id }}",
                checkpoint_root="{{ params.checkpoint_root }}")
-    gate = StateGateOperator(task_id="gate", sql="{{ params.sql }}", on_unknown="{{ params.on_unknown }}", **job)
+    gate = StateGateOperator(task_id=xcom.GATE_TASK_ID, sql="{{ params.sql }}", on_unknown="{{ params.on_unknown }}", **job)
     restart = EmptyOperator(task_id="restart")
     clear = EmptyOperator(task_id="clear")
     first_deploy = EmptyOperator(task_id="first_deploy")
@@ -81,13 +82,12 @@ with DAG(
         env_vars={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable},
         trigger_rule=JOIN,
     )
-    args = ["run", "--sql", "{{ ti.xcom_pull(task_ids='gate', key='staged_sql') }}",
-            "--checkpoint", "{{ ti.xcom_pull(task_ids='gate', key='checkpoint') }}",
+    args = ["run", "--sql", xcom.pulled(xcom.STAGED_SQL), "--checkpoint", xcom.pulled(xcom.CHECKPOINT),
             "--trigger", "available-now"]
     # The gate's verdict bounds what the job may accept: UNKNOWN only reaches here via a human.
     submit_restart = SparkSubmitOperator(
         task_id="submit_restart",
-        application_args=[*args, "--accept", "{{ ti.xcom_pull(task_ids='gate', key='verdict') }}"], **submit)
+        application_args=[*args, "--accept", xcom.pulled(xcom.VERDICT)], **submit)
     submit_fresh = SparkSubmitOperator(task_id="submit_fresh", application_args=[*args, "--fresh"], **submit)
     record = RecordDeploymentOperator(task_id="record", trigger_rule=JOIN, **job)
     release_lock = ReleaseLockOperator(task_id="release_lock", **job).as_teardown(setups=gate)

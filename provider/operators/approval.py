@@ -6,6 +6,8 @@ from typing import Any
 
 from airflow.providers.standard.operators.hitl import HITLBranchOperator
 
+from stategate.provider import xcom
+
 
 class StateApprovalOperator(HITLBranchOperator):
     """The standard provider's human-in-the-loop branch, asking about one job's state.
@@ -23,13 +25,13 @@ class StateApprovalOperator(HITLBranchOperator):
     def __init__(
         self,
         *,
-        gate_task_id: str = "gate",
+        gate_task_id: str = xcom.GATE_TASK_ID,
         restart_task_id: str = "approved_restart",
         clear_task_id: str = "approved_clear",
         subject: str = "stategate: the state compatibility of a redeploy is UNKNOWN",
         **kwargs: Any,
     ) -> None:
-        kwargs.setdefault("body", "{{ ti.xcom_pull(task_ids='%s', key='report_markdown') }}" % gate_task_id)
+        kwargs.setdefault("body", xcom.pulled(xcom.REPORT_MARKDOWN, gate_task_id))
         super().__init__(
             subject=subject,
             options=[self.RESTART, self.CLEAR],

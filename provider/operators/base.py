@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from functools import cached_property
 from typing import Any, Sequence
 
 from airflow.sdk import BaseOperator
@@ -29,6 +30,7 @@ class JobRootOperator(BaseOperator):
         self.conn_id = conn_id
         self.checkpoint_root = checkpoint_root
 
-    @property
+    @cached_property
     def hook(self) -> DeploymentHook:
+        """The job's deployment root, built once the templated fields are rendered."""
         return DeploymentHook(self.root, self.job_name, self.conn_id, self.checkpoint_root)

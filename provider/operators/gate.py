@@ -11,16 +11,18 @@ from airflow.providers.standard.operators.branch import BaseBranchOperator
 from airflow.sdk import BaseNotifier
 from airflow.sdk.exceptions import AirflowFailException, AirflowRuntimeError
 
-from stategate.analyzer import JobModel, Report, SQLModelError, Verdict, build
+from stategate.analyzer import FIRST_DEPLOY, JobModel, Report, SQLModelError, Verdict, build
 from stategate.analyzer.layout import JobLayout, NoRoom, plan
 from stategate.analyzer.signature import state_signature
+from stategate.provider import xcom
 from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
 from stategate.provider.notifiers.log import LogVerdictNotifier
+from stategate.provider.operators.base import JobRootOperator
 
 ON_UNKNOWN = ("approve", "clear_state", "fail")
 
 
-class StateGateOperator(BaseBranchOperator):
+class StateGateOperator(JobRootOperator, BaseBranchOperator):
     """Branch a redeploy on the state-compatibility verdict of the job's SQL change.
 
     FULL / PARTIAL → ``restart_task_id`` (restart from the checkpoint); INCOMPATIBLE →
@@ -28,8 +30,9 @@ class StateGateOperator(BaseBranchOperator):
     ``first_deploy_task_id``; UNKNOWN → per ``on_unknown``: ``"approve"`` (``approval_task_id``, a
     human decides), ``"clear_state"`` or ``"fail"``. SQL that does not parse fails the task.
 
-    XCom: ``report`` (JSON), ``report_markdown``, ``verdict``, ``staged_sql`` and ``checkpoint``
-    (as spark-submit should name them) and ``deployment`` (what the record task will store).
+    XCom (keys in :mod:`stategate.provider.xcom`): ``report`` (JSON), ``report_markdown``, ``verdict``,
+    ``staged_sql`` and ``checkpoint`` (as spark-submit should name them) and ``deployment`` (what
+    the record task will store).
 
     :param job_name: the job, a directory under ``root``
     :param sql: the job script: a path to a ``.sql`` file or the SQL text itself (templated)
@@ -45,18 +48,14 @@ class StateGateOperator(BaseBranchOperator):
         always taken over. Default: never by age.
     """
 
-    template_fields: Sequence[str] = ("sql", "root", "job_name", "on_unknown", "conn_id", "checkpoint_root")
+    template_fields: Sequence[str] = (*JobRootOperator.template_fields, "sql", "on_unknown")
     template_ext: Sequence[str] = ()
     ui_color = "#f6e7c1"
 
     def __init__(
         self,
         *,
-        job_name: str,
         sql: str,
-        root: str,
-        conn_id: str | None = None,
-        checkpoint_root: str | None = None,
         on_unknown: str = "approve",
         restart_task_id: str = "restart",
         clear_task_id: str = "clear",
@@ -70,11 +69,7 @@ class StateGateOperator(BaseBranchOperator):
         super().__init__(**kwargs)
         if on_unknown not in ON_UNKNOWN and "{{" not in on_unknown:
             raise ValueError(f"on_unknown must be one of {ON_UNKNOWN}, not {on_unknown!r}")
-        self.job_name = job_name
         self.sql = sql
-        self.root = root
-        self.conn_id = conn_id
-        self.checkpoint_root = checkpoint_root
         self.on_unknown = on_unknown
         self.restart_task_id = restart_task_id
         self.clear_task_id = clear_task_id
@@ -92,7 +87,7 @@ class StateGateOperator(BaseBranchOperator):
             model = build(sql, source=source)
         except SQLModelError as error:
             raise AirflowFailException(f"the new SQL does not parse: {error}") from None
-        hook = DeploymentHook(self.root, self.job_name, self.conn_id, self.checkpoint_root)
+        hook = self.hook
         run_id = context["run_id"]
         ti = context["ti"]
         try:
@@ -129,12 +124,13 @@ class StateGateOperator(BaseBranchOperator):
         verdict = report.verdict if report else None
         staged = hook.records.stage_sql(sql, context["run_id"])
         ti = context["ti"]
-        ti.xcom_push(key="verdict", value=verdict.value if verdict else "FIRST_DEPLOY")
-        ti.xcom_push(key="staged_sql", value=hook.job.spark_uri(staged))
-        ti.xcom_push(key="checkpoint", value=hook.job.spark_uri(hook.job.checkpoint))
-        ti.xcom_push(key="deployment", value={
+        said = verdict.value if verdict else FIRST_DEPLOY
+        ti.xcom_push(key=xcom.VERDICT, value=said)
+        ti.xcom_push(key=xcom.STAGED_SQL, value=hook.job.spark_uri(staged))
+        ti.xcom_push(key=xcom.CHECKPOINT, value=hook.job.spark_uri(hook.job.checkpoint))
+        ti.xcom_push(key=xcom.DEPLOYMENT, value={
             "sql": sql,
-            "verdict": verdict.value if verdict else "FIRST_DEPLOY",
+            "verdict": said,
             "signature": state_signature(model, _layout(model, deployment.signature, verdict,
                                                         deployment.watermarks)),
             "previous_sql": record.get("sql") if record else None,
@@ -143,8 +139,8 @@ class StateGateOperator(BaseBranchOperator):
             self.log.info("first deploy of %s: no deployed version or no state; starting fresh", self.job_name)
             return self.first_deploy_task_id
         self.log.info("state compatibility of %s:\n%s", self.job_name, report.to_text())
-        ti.xcom_push(key="report", value=report.to_dict())
-        ti.xcom_push(key="report_markdown", value=report.to_markdown())
+        ti.xcom_push(key=xcom.REPORT, value=report.to_dict())
+        ti.xcom_push(key=xcom.REPORT_MARKDOWN, value=report.to_markdown())
         if verdict in (Verdict.FULL, Verdict.PARTIAL):
             return self.restart_task_id
         self._notify(context, report)

@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from typing import Any
 
+from stategate.provider import xcom
 from stategate.provider.operators.base import JobRootOperator
 
 
@@ -17,13 +18,13 @@ class RecordDeploymentOperator(JobRootOperator):
     :param gate_task_id: the gate whose ``deployment`` XCom to record
     """
 
-    def __init__(self, *, gate_task_id: str = "gate", **kwargs: Any) -> None:
+    def __init__(self, *, gate_task_id: str = xcom.GATE_TASK_ID, **kwargs: Any) -> None:
         super().__init__(**kwargs)
         self.gate_task_id = gate_task_id
 
     def execute(self, context) -> dict:
         hook = self.hook
-        deployment = context["ti"].xcom_pull(task_ids=self.gate_task_id, key="deployment")
+        deployment = context["ti"].xcom_pull(task_ids=self.gate_task_id, key=xcom.DEPLOYMENT)
         record = {
             "job": self.job_name,
             "sql": deployment["sql"],

@@ -13,6 +13,11 @@ per batch, and building and starting the query).
 
     .venv/bin/python benchmarks/window_bench.py [--rows 1000000 --keys 500 --minutes 180 --files 10]
         [--wide-rows 200000 --wide-keys 100] [--repeat 3] [--cap 600] [--only NAME] [--profile]
+        [--slots N]
+
+``--slots`` sets the width of stategate's state buffer: with as many slots as the job has
+aggregates (3) it keeps no headroom, so the run shows what the headroom costs (an added aggregate
+then does not fit: the gate says INCOMPATIBLE instead of PARTIAL).
 """
 
 from __future__ import annotations
@@ -29,6 +34,8 @@ import time
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
+
+from stategate.analyzer.layout import SLOTS_SETTING
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -115,8 +122,9 @@ def generate(directory: Path, rows: int, keys: int, minutes: int, files: int, se
     os.utime(closer, (1_700_000_000 + files, 1_700_000_000 + files))
 
 
-def job_sql(source: Path, output: Path, tvf: str) -> str:
-    return (f"CREATE TABLE Bid ({SCHEMA.replace('TIMESTAMP', 'TIMESTAMP(3)')},\n"
+def job_sql(source: Path, output: Path, tvf: str, slots: int | None = None) -> str:
+    width = f"SET '{SLOTS_SETTING}' = '{slots}';\n" if slots else ""
+    return (f"{width}CREATE TABLE Bid ({SCHEMA.replace('TIMESTAMP', 'TIMESTAMP(3)')},\n"
             "  WATERMARK FOR bidtime AS bidtime - INTERVAL '5' SECOND)\n"
             f"WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv',"
             " 'spark.maxFilesPerTrigger' = '1');\n"
@@ -128,7 +136,7 @@ def job_sql(source: Path, output: Path, tvf: str) -> str:
 
 
 # ------------------------------------------------------------------ one run: a whole process
-def child(engine: str, case: Case, source: Path, work: Path) -> None:
+def child(engine: str, case: Case, source: Path, work: Path, slots: int | None) -> None:
     """Run one engine on one case in this process and print its figures as JSON."""
     from pyspark.sql import functions as F
 
@@ -149,7 +157,7 @@ def child(engine: str, case: Case, source: Path, work: Path) -> None:
                  .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
         query.awaitTermination()
     else:
-        query = run(spark, job_sql(source, output, case.tvf), checkpoint).queries[0]
+        query = run(spark, job_sql(source, output, case.tvf, slots), checkpoint).queries[0]
     seconds = time.perf_counter() - started
     progress = [p for p in query.recentProgress if p]
     phases: dict[str, int] = {}
@@ -176,11 +184,11 @@ class Measured:
     error: str = ""  # the last line a failed run printed
 
 
-def measure(engine: str, case: Case, source: Path, work: Path, cap: float) -> Measured:
+def measure(engine: str, case: Case, source: Path, work: Path, cap: float, slots: int | None = None) -> Measured:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     command = [sys.executable, __file__, "--child", engine, "--case", case.name, "--source", str(source),
-               "--work", str(work)]
+               "--work", str(work), *(["--slots", str(slots)] if slots else [])]
     started = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=cap, cwd=ROOT,
@@ -233,13 +241,15 @@ def main() -> int:
     parser.add_argument("--cap", type=float, default=600, help="seconds before a run is stopped")
     parser.add_argument("--only", help="run only the cases whose name contains this text")
     parser.add_argument("--profile", action="store_true", help="also print where each best run's query time went")
+    parser.add_argument("--slots", type=int, help="stategate's plain slots (SET '%s'): the number of "
+                        "aggregates (3) leaves no headroom; default: the layout's, with headroom" % SLOTS_SETTING)
     parser.add_argument("--child", help=argparse.SUPPRESS)
     parser.add_argument("--case", help=argparse.SUPPRESS)
     parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.child:
-        child(args.child, next(c for c in CASES if c.name == args.case), args.source, args.work)
+        child(args.child, next(c for c in CASES if c.name == args.case), args.source, args.work, args.slots)
         return 0
 
     work = Path(tempfile.mkdtemp(prefix="stategate-bench-"))
@@ -260,7 +270,7 @@ def main() -> int:
             builtins, ours = [], []
             for attempt in range(args.repeat):
                 builtins.append(measure("builtin", case, source, work / f"b{attempt}", args.cap))
-                ours.append(measure("stategate", case, source, work / f"s{attempt}", args.cap))
+                ours.append(measure("stategate", case, source, work / f"s{attempt}", args.cap, args.slots))
                 if builtins[-1].capped:
                     break  # a capped run is a lower bound already; do not spend the cap again
             builtin = min(builtins, key=lambda m: m.seconds)

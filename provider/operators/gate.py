@@ -15,7 +15,7 @@ from stategate.analyzer import FIRST_DEPLOY, JobModel, Report, SQLModelError, Ve
 from stategate.analyzer.layout import JobLayout, NoRoom, plan
 from stategate.analyzer.signature import state_signature
 from stategate.provider import xcom
-from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
+from stategate.provider.hooks.deployment import StateGateError
 from stategate.provider.notifiers.log import LogVerdictNotifier
 from stategate.provider.operators.base import JobRootOperator
 
@@ -100,7 +100,7 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
             self.log.warning("took over the redeploy lock of %s from run %s (since %s): that run has "
                              "ended without releasing it", self.job_name, stale.get("owner"), stale.get("since"))
         try:
-            return self._decide(context, hook, sql, model)
+            return self._decide(context, sql, model)
         except BaseException:
             hook.lock.release(run_id)
             raise
@@ -115,7 +115,8 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
                 raise AirflowFailException(f"cannot read the job SQL {path}: {error}") from None
         return self.sql, f"<{self.task_id}.sql>"
 
-    def _decide(self, context, hook: DeploymentHook, sql: str, model: JobModel) -> str:
+    def _decide(self, context, sql: str, model: JobModel) -> str:
+        hook = self.hook
         finished = hook.archiver.finish()
         if finished is not None:
             self.log.warning("finished archiving %s to %s, which a crash had interrupted", self.job_name, finished)

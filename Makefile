@@ -26,6 +26,7 @@ demo: $(STAMP)
 	$(PY) -m dags.demo
 
 test: $(STAMP)
+	$(VENV)/bin/ruff check .
 	$(PY) -m pytest -q
 
 bench: $(STAMP)

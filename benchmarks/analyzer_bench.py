@@ -19,9 +19,9 @@ import sqlglot
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from stategate.analyzer import compare  # noqa: E402
-from stategate.analyzer.dialect import Flink  # noqa: E402
-from tests.analyzer.seed_cases import ALL  # noqa: E402
+from stategate.analyzer import compare
+from stategate.analyzer.dialect import Flink
+from tests.analyzer.seed_cases import ALL
 
 TARGET_MS = 20.0
 

@@ -23,7 +23,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.spark_jobs.crashes import (  # noqa: E402
+from tests.spark_jobs.crashes import (
     SINKS, CrashingJob, duplicates, missing_and_extra, sink_rows, write_bids)
 
 

@@ -201,7 +201,7 @@ def _dispatch(statement, tables, views, view_models, functions, settings, querie
         sink = target.this.name if isinstance(target, exp.Schema) else target.name
         if node.expression is None:
             raise SQLModelError(f"INSERT INTO {sink} has no query")
-        queries.append((statement, sink, node.expression))
+        queries.append((statement, sink, _with_leading_ctes(node)))
     elif isinstance(node, (exp.Select, exp.Subquery)):
         queries.append((statement, None, node))
     elif isinstance(node, exp.Query):
@@ -211,6 +211,22 @@ def _dispatch(statement, tables, views, view_models, functions, settings, querie
             f"unsupported statement {_first_line(statement.text).split(' ')[0].upper()}: expected "
             "CREATE TABLE / TEMPORARY VIEW / FUNCTION, SET, INSERT INTO or SELECT"
         )
+
+
+def _with_leading_ctes(insert: exp.Insert) -> exp.Expression:
+    """The query of an INSERT, with the common tables of a ``WITH ... INSERT INTO`` before it (sqlglot
+    hangs those on the INSERT): they are in scope of the query as if written after INSERT INTO."""
+    query, leading = insert.expression, insert.args.get("with_")
+    if leading is None:
+        return query
+    if not isinstance(query, exp.Select):
+        raise SQLModelError(f"unsupported query form {query.key.upper()}: only SELECT queries are supported")
+    query = query.copy()
+    own = query.args.get("with_")
+    query.set("with_", exp.With(expressions=[*(c.copy() for c in leading.expressions),
+                                             *(own.expressions if own else [])],
+                                recursive=leading.args.get("recursive")))
+    return query
 
 
 def _table(node: exp.Create, line: int) -> Table:

@@ -14,8 +14,9 @@ the way (window TVF, window aggregation, ROW_NUMBER, joins, told by :mod:`analyz
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Callable, Mapping
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterator, Mapping
 
 from sqlglot import exp
 
@@ -70,8 +71,26 @@ _AUXILIARY_FIELD = {
 
 
 
+@dataclass
+class _CommonTable:
+    """A ``WITH`` query: its body, the common tables its body may read (those defined before it, in
+    its own WITH and the ones around it), and its relation once resolved (a CTE read twice is one
+    relation, as a view is)."""
+
+    name: str
+    query: exp.Query
+    columns: tuple[str, ...]
+    visible: Mapping[str, _CommonTable]
+    relation: Relation | None = field(default=None, repr=False)
+
+
 class Resolver:
-    """Resolves queries against the script's catalog. One instance per script."""
+    """Resolves queries against the script's catalog. One instance per script.
+
+    Names in FROM resolve as in Flink: a common table expression of an enclosing ``WITH`` first
+    (the innermost wins), then a view, then a table. A view's body is resolved on its own, seeing
+    no CTE of the query that reads it.
+    """
 
     def __init__(
         self,
@@ -84,16 +103,24 @@ class Resolver:
         self.functions = functions
         self._view_cache: dict[str, Relation] = {}
         self._resolving: set[str] = set()
+        self._ctes: Mapping[str, _CommonTable] = {}  # the common tables in scope, by name
 
     # ----------------------------------------------------------------- relations (FROM items)
     def table(self, name: str) -> Relation:
+        cte = self._ctes.get(name)
+        if cte is not None:
+            if cte.relation is None:
+                with self._scope(cte.visible):
+                    cte.relation = _renamed(self.query(cte.query), cte.columns, name)
+            return cte.relation
         if name in self.views:
             if name in self._resolving:
                 raise SQLModelError(f"view {name!r} refers to itself")
             if name not in self._view_cache:
                 self._resolving.add(name)
                 try:
-                    self._view_cache[name] = self.query(self.views[name])
+                    with self._scope({}):
+                        self._view_cache[name] = self.query(self.views[name])
                 finally:
                     self._resolving.discard(name)
             return self._view_cache[name]
@@ -197,7 +224,37 @@ class Resolver:
                 "only SELECT queries are supported",
                 clause=node.sql(dialect="flink")[:80],
             )
-        return _SelectResolver(self, node).resolve()
+        with_ = node.args.get("with_")
+        if with_ is None:
+            return _SelectResolver(self, node).resolve()
+        with self._scope(self._common_tables(with_)):
+            return _SelectResolver(self, node).resolve()
+
+    def _common_tables(self, with_: exp.With) -> dict[str, _CommonTable]:
+        """The common tables in scope inside a ``WITH``: the enclosing ones, shadowed by its own."""
+        if with_.args.get("recursive"):
+            raise SQLModelError("WITH RECURSIVE is not supported: Flink SQL has no recursive queries",
+                                clause=with_.sql(dialect="flink")[:80])
+        scope = dict(self._ctes)
+        defined: set[str] = set()
+        for cte in with_.expressions:
+            name = cte.alias_or_name
+            if name in defined:
+                raise SQLModelError(f"WITH defines {name!r} twice", clause=cte.sql(dialect="flink")[:80])
+            defined.add(name)
+            alias = cte.args.get("alias")
+            columns = tuple(c.name for c in alias.columns) if alias is not None else ()
+            # Its body sees the common tables before it, not itself: Flink's WITH is not recursive.
+            scope[name] = _CommonTable(name, cte.this, columns, dict(scope))
+        return scope
+
+    @contextmanager
+    def _scope(self, ctes: Mapping[str, _CommonTable]) -> Iterator[None]:
+        saved, self._ctes = self._ctes, ctes
+        try:
+            yield
+        finally:
+            self._ctes = saved
 
     def function_language(self, name: str) -> str | None:
         function = self.functions.get(name) or next(
@@ -460,9 +517,10 @@ class _SelectResolver:
         return found
 
     def _aggregate_of(self, scope, agg: exp.Expression, aux, user_defined=False, language=None) -> Aggregate:
-        parent = agg.parent
-        flt = parent.expression.this if isinstance(parent, exp.Filter) and parent.this is agg else None
-        written = parent if flt is not None else agg
+        call = _with_modifiers(agg)
+        parent = call.parent
+        flt = parent.expression.this if isinstance(parent, exp.Filter) and parent.this is call else None
+        written = parent if flt is not None else call
         distinct = False
         if isinstance(agg, exp.Anonymous):
             function = agg.name.upper()
@@ -488,7 +546,53 @@ class _SelectResolver:
             language=language,
             expr=scope.resolve(written, aux),
             written=written.sql(dialect="flink"),
+            modifiers=_modifiers(scope.resolve(call, aux), call is not agg),
         )
+
+
+def _renamed(relation: Relation, columns: tuple[str, ...], name: str) -> Relation:
+    """A relation under the column names a ``WITH name (c1, c2) AS (...)`` gives it, by position."""
+    if not columns:
+        return relation
+    if len(columns) != len(relation.names):
+        raise SQLModelError(f"WITH {name} names {len(columns)} columns, its query has {len(relation.names)}")
+    renames = dict(zip(relation.names, columns))
+    return replace(
+        relation, names=columns,
+        columns={renames[n]: relation.columns[n] for n in relation.names},
+        outputs=tuple(replace(o, name=renames.get(o.name, o.name)) for o in relation.outputs),
+    )
+
+
+#: Clauses sqlglot parses as a node around the aggregate call they modify.
+_MODIFIERS = (exp.IgnoreNulls, exp.RespectNulls, exp.WithinGroup)
+#: Arguments of an aggregate node that are read as its inputs; the others are modifiers.
+_INPUTS = ("this", "expressions")
+
+
+def _with_modifiers(agg: exp.Expression) -> exp.Expression:
+    """The aggregate call with the clauses written around it (``FIRST_VALUE(x) IGNORE NULLS``)."""
+    call = agg
+    while isinstance(call.parent, _MODIFIERS) and call.parent.this is call:
+        call = call.parent
+    return call
+
+
+def _modifiers(call: exp.Expression, wrapped: bool) -> str:
+    """The canonical text of what decides an aggregate's value beside its function and inputs: the
+    aggregate node's other arguments, then the clauses around it. Empty for a plain call."""
+    agg = call
+    while isinstance(agg, _MODIFIERS):
+        agg = agg.this
+    extra = [f"{key}={sql_key(value) if isinstance(value, exp.Expression) else ', '.join(map(sql_key, value))}"
+             for key, value in agg.args.items()
+             if key not in _INPUTS and value and (isinstance(value, exp.Expression) or (
+                 isinstance(value, list) and all(isinstance(v, exp.Expression) for v in value)))]
+    text = f" [{'; '.join(extra)}]" if extra else ""
+    if wrapped:
+        inner, outer = sql_key(agg), sql_key(call)
+        text += outer[len(inner):] if outer.startswith(inner) else f" AS {outer}"
+    return text
 
 
 def _non_null_literal(node: exp.Expression) -> bool:

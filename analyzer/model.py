@@ -146,14 +146,19 @@ class Aggregate:
     language: str | None = None
     expr: exp.Expression = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
     written: str = field(compare=False, default="")
+    #: What else decides the value, resolved: the call's other arguments (LISTAGG's separator, a
+    #: quantile) and the clauses written around it (``IGNORE NULLS``, ``WITHIN GROUP (ORDER BY x)``).
+    modifiers: str = ""
 
     @cached_property
     def identity(self) -> str:
-        """Stable name of this aggregate's state: function, DISTINCT, resolved inputs, FILTER."""
+        """Stable name of this aggregate's state: function, DISTINCT, resolved inputs, modifiers,
+        FILTER. An aggregate without modifiers is named as it always was, so the identities a
+        checkpoint recorded stay valid."""
         distinct = "DISTINCT " if self.distinct else ""
         args = ", ".join(a.key for a in self.args) or "*"
         flt = f" FILTER (WHERE {self.filter.key})" if self.filter else ""
-        return f"{self.function}({distinct}{args}){flt}"
+        return f"{self.function}({distinct}{args}){self.modifiers}{flt}"
 
     @cached_property
     def expr_key(self) -> str:

@@ -109,6 +109,10 @@ def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
                 return [Finding("stategate.unchanged", FULL,
                                 "the query and every table, view, function and setting it can read are "
                                 "unchanged: whatever state it keeps is as it was")], AggregatePlan()
+            if _ranks_rows(old) or _ranks_rows(new):
+                return window_topn.check_ranked_rows(change) or [Finding(
+                    "stategate.unchanged", FULL, "the window, the rows ranked and the ranking are unchanged: "
+                    "a state-neutral edit")], AggregatePlan()
             if old.joins or new.joins:
                 return _joins(change) or [Finding(
                     "stategate.join.unchanged", FULL, "the joins and every window aggregation they join are "
@@ -133,8 +137,36 @@ def _compare_pipeline(change: Change) -> tuple[list[Finding], AggregatePlan]:
     if not findings:
         findings.append(Finding("stategate.unchanged", FULL,
                                 "window, group keys and aggregates are unchanged: a state-neutral edit"))
-    return _cap_beside_user_functions(findings), shared.aggregate_plan(
-        change.old_agg.aggregates, change.new_agg.aggregates)
+    return _cap_beside_user_functions(findings), _plan(change)
+
+
+def _plan(change: Change) -> AggregatePlan:
+    """What happens to every stage's aggregates: the outer window's named as they are, a cascaded or
+    joined stage's after the stage (as its findings are), so a PARTIAL names each aggregate that
+    starts from zero wherever it is. Stages pair in order; where the shapes differ the change is
+    INCOMPATIBLE and the plan is reset anyway."""
+    kept: list[str] = []
+    added: list[str] = []
+    dropped: list[str] = []
+    for (label, old), (_, new) in zip(_labelled_stages(change.old), _labelled_stages(change.new)):
+        stage = shared.aggregate_plan(old.aggregates, new.aggregates)
+        prefix = f"{label}: " if label else ""
+        kept += (prefix + a for a in stage.kept)
+        added += (prefix + a for a in stage.added)
+        dropped += (prefix + a for a in stage.dropped)
+    return AggregatePlan(tuple(kept), tuple(added), tuple(dropped))
+
+
+def _labelled_stages(pipeline: Pipeline) -> list[tuple[str, WindowAggregate]]:
+    """:meth:`Pipeline.stages`, each named as the findings about it are."""
+    assert pipeline.aggregate is not None
+    main = pipeline.aggregate.chain()
+    stages = [("" if depth == 0 else "upstream window" + (f" {depth}" if depth > 1 else ""), stage)
+              for depth, stage in enumerate(main)]
+    for index, joined in enumerate(pipeline.joined, start=1):
+        stages += [(f"joined window {index}" + (" upstream" * depth), stage)
+                   for depth, stage in enumerate(joined.chain())]
+    return stages
 
 
 def _cap_beside_user_functions(findings: list[Finding]) -> list[Finding]:
@@ -151,6 +183,11 @@ def _cap_beside_user_functions(findings: list[Finding]) -> list[Finding]:
         if f.effect is Verdict.INCOMPATIBLE else f
         for f in findings
     ]
+
+
+def _ranks_rows(pipeline: Pipeline) -> bool:
+    """A window Top-N reading a window TVF directly (no aggregation between them)."""
+    return pipeline.topn is not None and pipeline.topn.rows is not None
 
 
 def _rules_for(change: Change) -> list[Finding]:

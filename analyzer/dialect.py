@@ -229,6 +229,9 @@ class FlinkGenerator(generator.Generator):
 
 class Flink(Dialect):
     NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_SENSITIVE
+    # Flink's planner collates NULL low (FlinkPlannerImpl.defaultNullCollation = LOW): first when
+    # ascending, last when descending. The parser fills in that default where no NULLS is written.
+    NULL_ORDERING = "nulls_are_small"
 
     class Tokenizer(tokens.Tokenizer):
         IDENTIFIERS = ["`"]

@@ -39,7 +39,9 @@ from stategate.analyzer.model import (
     Clause,
     Function,
     GroupKey,
+    OrderKey,
     Output,
+    RankedRows,
     Resolved,
     Table,
     TopN,
@@ -385,8 +387,10 @@ class _SelectResolver:
     def _rank(self, scope: Scope, name: str, node: exp.Window) -> Rank:
         partition = tuple(Resolved.of(scope.resolve(k), k) for k in node.args.get("partition_by") or [])
         order = node.args.get("order")
+        # The dialect's NULL_ORDERING is Flink's, so sqlglot fills in nulls_first where none is written.
         keys = tuple(
-            (Resolved.of(scope.resolve(o.this), o.this), "DESC" if o.args.get("desc") else "ASC")
+            OrderKey(Resolved.of(scope.resolve(o.this), o.this), bool(o.args.get("desc")),
+                     bool(o.args.get("nulls_first")))
             for o in (order.expressions if order else [])
         )
         return Rank(name, partition, keys, node.sql(dialect="flink"))
@@ -408,7 +412,10 @@ class _SelectResolver:
                 f"ROW_NUMBER() column {rank.column!r} is filtered without an upper bound; "
                 "expected WHERE rk <= N or rk < N", clause=predicate.sql(dialect="flink"),
             )
-        topn = TopN(rank.partition_keys, rank.order_keys, limit, rank.column, rank.written)
+        rows = None
+        if base.aggregate is None and base.window is not None and isinstance(base.source, str):
+            rows = RankedRows(base.window, base.source, base.outputs, base.filters, base.between)
+        topn = TopN(rank.partition_keys, rank.order_keys, limit, rank.column, rank.written, rows)
         ranked = replace(base, topn=topn, rank=None, unsupported=tuple(unsupported),
                          columns={**base.columns, rank.column: exp.column(rank.column, table=RANK_MARKER)})
         if self._is_aggregation():

@@ -178,12 +178,48 @@ class Clause:
 
 
 @dataclass(frozen=True)
+class OrderKey:
+    """One ``ORDER BY`` key of a ranking, with where its NULLs rank.
+
+    Flink's planner collates NULL as the lowest value (``NullCollation.LOW``): first in ascending
+    order, last in descending. So ``x DESC`` and ``x DESC NULLS LAST`` rank alike, while ``x DESC
+    NULLS FIRST`` puts the rows without ``x`` on top."""
+
+    value: Resolved
+    descending: bool
+    nulls_first: bool
+
+    @property
+    def nulls_default(self) -> bool:
+        return self.nulls_first is not self.descending
+
+    def describe(self) -> str:
+        """``key DESC``, with the NULL order only where it is not the default (the text a state
+        signature records, unchanged for keys that never named one)."""
+        nulls = "" if self.nulls_default else f" NULLS {'FIRST' if self.nulls_first else 'LAST'}"
+        return f"{self.value.key} {'DESC' if self.descending else 'ASC'}{nulls}"
+
+
+@dataclass(frozen=True)
+class RankedRows:
+    """What a Top-N ranks when it reads a window TVF directly (seed 002's second form: no
+    aggregation between them). Its state keeps whole rows per window, so all of this is state."""
+
+    window: Window
+    source: str
+    columns: tuple[Output, ...]  # the row it keeps, as the ranking SELECT carries it
+    filters: tuple[Resolved, ...] = ()  # row filters before the window
+    between: tuple[Clause, ...] = ()  # filters and calculations on window attributes
+
+
+@dataclass(frozen=True)
 class TopN:
     partition_keys: tuple[Resolved, ...]
-    order_keys: tuple[tuple[Resolved, str], ...]  # (expression, ASC|DESC)
+    order_keys: tuple[OrderKey, ...]
     limit: int
     rank_column: str
     written: str = field(compare=False, default="")
+    rows: RankedRows | None = None  # set when it ranks a window TVF's rows directly
 
 
 @dataclass(frozen=True)

@@ -19,6 +19,7 @@ from stategate.analyzer.model import (
     WINDOW_MARKER,
     Clause,
     IntervalJoin,
+    OrderKey,
     Output,
     Resolved,
     Table,
@@ -36,7 +37,7 @@ class Rank:
 
     column: str
     partition_keys: tuple[Resolved, ...]
-    order_keys: tuple[tuple[Resolved, str], ...]
+    order_keys: tuple[OrderKey, ...]
     written: str
 
 

@@ -27,7 +27,7 @@ def state_signature(model: JobModel, layout: JobLayout) -> dict:
             "stages": stages,
             "top_n": None if pipeline.topn is None else {
                 "partition_by": [k.key for k in pipeline.topn.partition_keys],
-                "order_by": [f"{k.key} {d}" for k, d in pipeline.topn.order_keys],
+                "order_by": [k.describe() for k in pipeline.topn.order_keys],
                 "n": pipeline.topn.limit,
             },
         }

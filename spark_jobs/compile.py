@@ -35,7 +35,8 @@ from sqlglot import exp
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.scope import source_column, time_attribute, window_column, window_field_of
 from stategate.analyzer.layout import TEXT, JobLayout, StageLayout, shape_family, shape_scale
-from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, Output, Pipeline, Resolved, Table,
+from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, OrderKey, Output, Pipeline,
+                                      Resolved, Table,
                                       TopN, Window, WindowAggregate, WindowJoin, sql_key)
 from stategate.spark_jobs import state
 from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler
@@ -385,8 +386,7 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
     exists = F.col(state.ROWS) > 0
     top: tuple[Column, Column] | None = None  # the rank of a row, and whether it is kept
     if topn is not None:
-        order = [to_column(k.expr, mapping).desc() if d == "DESC" else to_column(k.expr, mapping).asc()
-                 for k, d in topn.order_keys]
+        order = [_ordered(to_column(k.value.expr, mapping), k) for k in topn.order_keys]
         spec = SparkWindow.partitionBy(*[to_column(k.expr, mapping) for k in topn.partition_keys]).orderBy(*order)
         top = F.row_number().over(spec), F.col("_rank") <= topn.limit
 
@@ -397,6 +397,13 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
         return pivot.select(*result)
 
     return finalize
+
+
+def _ordered(column: Column, key: OrderKey) -> Column:
+    """A Top-N sort key as Flink ranks it, NULLs where the key says (never Spark's own default)."""
+    if key.descending:
+        return column.desc_nulls_first() if key.nulls_first else column.desc_nulls_last()
+    return column.asc_nulls_first() if key.nulls_first else column.asc_nulls_last()
 
 
 def _sink_types(sink: Table | None, width: int) -> list[tuple[str, str]]:

@@ -54,7 +54,13 @@ def row_filters(change: Change) -> list[Finding]:
 
 
 def sources(change: Change) -> list[Finding]:
-    old_name, new_name = change.old_agg.source_table, change.new_agg.source_table
+    return source_findings(change, change.old_agg.source_table, change.new_agg.source_table,
+                           _read_columns(change.old_agg) | _read_columns(change.new_agg))
+
+
+def source_findings(change: Change, old_name: str, new_name: str, read: set[str]) -> list[Finding]:
+    """The source a stateful operator reads: which table, its watermark, its connector options and
+    the types of the columns in ``read`` (those whose values end up in state)."""
     if old_name != new_name:
         return [Finding(f"{PREFIX}.source.changed", UNKNOWN,
                         f"the job reads {new_name} instead of {old_name}: the checkpointed source "
@@ -62,7 +68,7 @@ def sources(change: Change) -> list[Finding]:
     old, new = change.old_model.tables.get(old_name), change.new_model.tables.get(new_name)
     if old is None or new is None:
         return []
-    findings = [*_column_types(change, old, new)]
+    findings = [*_column_types(old, new, read)]
     if (old.rowtime, _strategy(old)) != (new.rowtime, _strategy(new)):
         findings.append(Finding(f"{PREFIX}.watermark.changed", UNKNOWN,
                                 f"the watermark of {old_name} changed: which rows count as late changes "
@@ -75,8 +81,7 @@ def sources(change: Change) -> list[Finding]:
     return findings
 
 
-def _column_types(change: Change, old: Table, new: Table) -> list[Finding]:
-    read = _read_columns(change.old_agg) | _read_columns(change.new_agg)
+def _column_types(old: Table, new: Table, read: set[str]) -> list[Finding]:
     findings = []
     for column in old.columns:
         other = new.column(column.name)

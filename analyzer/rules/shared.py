@@ -55,7 +55,11 @@ def _list(items: Iterable[str]) -> str:
 # ---------------------------------------------------------------------------- window definition
 def window_definition(prefix: str, change: Change) -> list[Finding]:
     """Type, size, slide, gap, offset, time attribute, partition keys: fixed parts of the state."""
-    old, new = change.old_agg.window, change.new_agg.window
+    return windows(prefix, change.old_agg.window, change.new_agg.window)
+
+
+def windows(prefix: str, old: Window | None, new: Window | None) -> list[Finding]:
+    """:func:`window_definition` of two windows, whichever operator keeps them."""
     if old is None or new is None:
         if old is new:
             return []

@@ -8,8 +8,11 @@ from __future__ import annotations
 
 from functools import partial
 
+from sqlglot import exp
+
+from stategate.analyzer.model import RankedRows
 from stategate.analyzer.report import Finding
-from stategate.analyzer.rules import shared, window_tvf
+from stategate.analyzer.rules import coverage, shared, window_tvf
 from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, Change, Check
 
 PREFIX = "window-topn"
@@ -22,6 +25,40 @@ def check(change: Change) -> list[Finding]:
                         "a Top-N (ROW_NUMBER ... WHERE rk <= N) was " + ("added" if new_topn else "removed"),
                         old_topn.written if old_topn else "(none)", new_topn.written if new_topn else "(none)")]
     return shared.run(PREFIX, CHECKS, change)
+
+
+def check_ranked_rows(change: Change) -> list[Finding]:
+    """Seed 002's second form, a Top-N reading a window TVF directly: the window, the rows it keeps
+    (their columns, and which rows enter) and the ranking are its state."""
+    old, new = change.old.topn, change.new.topn
+    old_rows, new_rows = old.rows if old else None, new.rows if new else None
+    if old_rows is None or new_rows is None:
+        return [Finding(f"{PREFIX}.added-or-removed", INCOMPATIBLE,
+                        "a window Top-N over a window TVF's rows was added or removed",
+                        old.written if old else "(none)", new.written if new else "(none)")]
+    findings = shared.windows(PREFIX, old_rows.window, new_rows.window)
+    findings += _ranked_input(old_rows, new_rows)
+    findings += coverage.source_findings(change, old_rows.source, new_rows.source,
+                                         _read_columns(old_rows) | _read_columns(new_rows))
+    findings += shared.run(PREFIX, (*window_tvf.STATE, ranking, outer_outputs), change)
+    return findings
+
+
+def _ranked_input(old: RankedRows, new: RankedRows) -> list[Finding]:
+    """The rows a window Top-N keeps: every column is state, and so is which rows enter."""
+    def described(rows: RankedRows) -> tuple:
+        return (tuple((o.name, o.value.key) for o in rows.columns), sorted(f.key for f in rows.filters),
+                tuple((c.kind, c.value.key) for c in rows.between))
+
+    if described(old) == described(new):
+        return []
+    return [Finding(f"{PREFIX}.input.changed", INCOMPATIBLE,
+                    "the rows fed to the Top-N changed (their columns, how one is computed, or a filter)",
+                    ", ".join(o.value.written for o in old.columns), ", ".join(o.value.written for o in new.columns))]
+
+
+def _read_columns(rows: RankedRows) -> set[str]:
+    return {c.name for o in rows.columns for c in o.value.expr.find_all(exp.Column) if c.table == rows.source}
 
 
 def aggregate_fields(prefix: str, change: Change) -> list[Finding]:
@@ -49,11 +86,12 @@ def ranking(prefix: str, change: Change) -> list[Finding]:
     elif old_p != new_p:
         findings.append(Finding(f"{prefix}.partition-key.reordered", FULL,
                                 "Top-N PARTITION BY keys were only reordered", old.written, new.written))
-    old_o = [(k.key, d) for k, d in old.order_keys]
-    new_o = [(k.key, d) for k, d in new.order_keys]
+    old_o = [k.describe() for k in old.order_keys]
+    new_o = [k.describe() for k in new.order_keys]
     if old_o != new_o:
         findings.append(Finding(f"{prefix}.order-by.changed", INCOMPATIBLE,
-                                "Top-N ORDER BY fields or directions changed", old.written, new.written))
+                                "Top-N ORDER BY fields, directions or NULL order changed: "
+                                f"[{', '.join(old_o)}] -> [{', '.join(new_o)}]", old.written, new.written))
     if old.limit != new.limit:
         findings.append(Finding(f"{prefix}.n.changed", INCOMPATIBLE,
                                 f"Top-N N changed from {old.limit} to {new.limit}",

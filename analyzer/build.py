@@ -21,6 +21,8 @@ from stategate.analyzer.intervals import interval_ms
 from stategate.analyzer.lineage import Resolver
 from stategate.analyzer.scope import Relation, field_access, source_column
 from stategate.analyzer.model import Column, Function, JobModel, Output, Pipeline, Resolved, Table, View
+from stategate.analyzer.scan import prepare
+from stategate.analyzer.stack import MAX_NESTING, deep
 
 _DIALECT = Flink()
 
@@ -34,6 +36,7 @@ class Statement:
 
 def parse_statements(sql: str, source: str = "<sql>") -> list[Statement]:
     """Parse a script into located statements; errors carry file, line and column."""
+    sql = prepare(sql, source)
     try:
         tokens = _DIALECT.tokenize(sql)
     except TokenError as error:
@@ -111,15 +114,16 @@ def _first_line(text: str) -> str:
     return line[:80]
 
 
+@deep
 def build(sql: str, source: str = "<sql>") -> JobModel:
-    """The job model of a whole script."""
+    """The job model of a whole script (on a stack deep enough for :data:`MAX_NESTING` levels)."""
     try:
         return _build(sql, source)
     except RecursionError:
-        # sqlglot parses and prints recursively: Python's default stack runs out at about 95 nested
-        # subqueries or 45 nested parentheses, far beyond any hand-written job.
-        raise SQLModelError("the script nests subqueries or parentheses too deeply to analyse",
-                            source=source) from None
+        # Nesting is bounded by the scan; what recurses past the stack here is another chain, say
+        # tens of thousands of operators in one expression.
+        raise SQLModelError(f"the script nests expressions too deeply to analyse (more than {MAX_NESTING} "
+                            "levels, or an operator chain as deep)", source=source) from None
 
 
 def _build(sql: str, source: str) -> JobModel:

@@ -7,11 +7,13 @@ from itertools import zip_longest
 from typing import Any, Mapping
 
 from stategate.analyzer.build import build
+from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
 from stategate.analyzer.model import IntervalJoin, JobModel, Pipeline, WindowAggregate, WindowJoin
 from stategate.analyzer.report import AggregatePlan, Finding, Report, Verdict
 from stategate.analyzer.rules import coverage, group_window, shared, window_topn, window_tvf
 from stategate.analyzer.rules.shared import FULL, UNKNOWN, Change
+from stategate.analyzer.stack import deep
 
 
 def compare(old_sql: str, new_sql: str, *, old_source: str = "old", new_source: str = "new") -> Report:
@@ -19,11 +21,21 @@ def compare(old_sql: str, new_sql: str, *, old_source: str = "old", new_source: 
     return compare_models(build(old_sql, old_source), build(new_sql, new_source))
 
 
+@deep
 def compare_models(old: JobModel, new: JobModel, deployed: Mapping[str, Any] | None = None,
                    watermarks: Mapping[str, int | None] | None = None) -> Report:
     """Compare two job models; with ``deployed`` (the state signature recorded with the old one's
     state) also whether the new aggregates fit the recorded slot layout (``watermarks``, per
     pipeline, say which retired slots are free again; unknown means none)."""
+    try:
+        return _compare_models(old, new, deployed, watermarks)
+    except RecursionError:
+        raise SQLModelError("an expression nests too deeply to compare (an operator chain of tens of "
+                            "thousands)", source=new.source) from None
+
+
+def _compare_models(old: JobModel, new: JobModel, deployed: Mapping[str, Any] | None,
+                    watermarks: Mapping[str, int | None] | None) -> Report:
     findings: list[Finding] = []
     plans: list[tuple[str, AggregatePlan]] = []
     pairs, unmatched = _match(old, new)

@@ -19,6 +19,16 @@ from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
 from sqlglot.tokens import TokenType
 
 WINDOW_KINDS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
+#: The interval arguments of each window TVF by name, in their positional order (Flink's named
+#: form: ``TUMBLE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE => INTERVAL ...)``).
+NAMED_INTERVALS = {
+    "TUMBLE": ("SIZE", "OFFSET"),
+    "HOP": ("SLIDE", "SIZE", "OFFSET"),
+    "CUMULATE": ("STEP", "SIZE", "OFFSET"),
+    "SESSION": ("GAP",),
+}
+#: Arguments a named call may leave out.
+OPTIONAL_INTERVALS = ("OFFSET",)
 GROUP_WINDOW_KINDS = ("TUMBLE", "HOP", "SESSION")
 AUXILIARY_PROPERTIES = ("START", "END", "ROWTIME", "PROCTIME")
 
@@ -57,6 +67,13 @@ class LateralTable(exp.Expression):
     """``LATERAL TABLE(udtf(args)) [AS T(c1, c2)]``: a table function joined to each row."""
 
     arg_types = {"this": True, "alias": False}
+
+
+class SystemFunction(exp.Property):
+    """``SYSTEM`` of ``CREATE TEMPORARY SYSTEM FUNCTION``: a function without a catalog namespace.
+    For state, it is a function like any other."""
+
+    arg_types: dict = {}
 
 
 class FunctionLanguage(exp.Property):
@@ -113,6 +130,7 @@ class FlinkParser(parser.Parser):
     PROPERTY_PARSERS = {
         **parser.Parser.PROPERTY_PARSERS,
         "LANGUAGE": lambda self: self._parse_function_language(),
+        "SYSTEM": lambda self: self.expression(SystemFunction()),
     }
 
     def _warn_unsupported(self) -> None:
@@ -158,6 +176,8 @@ class FlinkParser(parser.Parser):
         return join
 
     def _parse_window_function(self, kind: str) -> exp.Expr:
+        if self._next is not None and self._next.token_type == TokenType.FARROW:
+            return self._parse_named_window_function(kind)
         if self._match(TokenType.TABLE):
             table = self._parse_table_parts()
             partition_by = []
@@ -178,6 +198,45 @@ class FlinkParser(parser.Parser):
         return self.expression(
             GroupWindow(kind=exp.var(kind), this=args[0] if args else None, expressions=args[1:])
         )
+
+    def _parse_named_window_function(self, kind: str) -> exp.Expr:
+        """``KIND(DATA => TABLE t [PARTITION BY k, ...], TIMECOL => DESCRIPTOR(ts), SIZE => ...)``, in
+        any order, as the positional call it stands for."""
+        named: dict[str, t.Any] = {}
+        while True:
+            name_token = self._curr
+            if name_token is None or self._next is None or self._next.token_type != TokenType.FARROW:
+                self.raise_error(f"{kind} mixes named and positional arguments: name each one (NAME => value)")
+            name = name_token.text.upper()
+            if name in named:
+                self.raise_error(f"{kind} names {name} twice", name_token)
+            self._advance(2)
+            if name == "DATA":
+                if not self._match(TokenType.TABLE):
+                    self.raise_error(f"{kind}'s DATA takes TABLE name")
+                table = self._parse_table_parts()
+                partition_by = []
+                if self._match(TokenType.PARTITION_BY):
+                    partition_by.append(self._parse_disjunction())
+                    while self._curr is not None and self._curr.token_type == TokenType.COMMA and not (
+                            self._index + 2 < len(self._tokens)
+                            and self._tokens[self._index + 2].token_type == TokenType.FARROW):
+                        self._advance()
+                        partition_by.append(self._parse_disjunction())
+                named[name] = self.expression(WindowTableArg(this=table, partition_by=partition_by or None))
+            else:
+                named[name] = self._parse_disjunction()
+            if not self._match(TokenType.COMMA):
+                break
+        intervals = NAMED_INTERVALS[kind]
+        unknown = sorted(set(named) - {"DATA", "TIMECOL", *intervals})
+        missing = [n for n in ("DATA", "TIMECOL", *intervals) if n not in named and n not in OPTIONAL_INTERVALS]
+        if unknown or missing:
+            problems = ([f"unknown argument {', '.join(unknown)}"] if unknown else []) + (
+                [f"missing {', '.join(missing)}"] if missing else [])
+            self.raise_error(f"{kind}: {'; '.join(problems)} (it takes DATA, TIMECOL, {', '.join(intervals)})")
+        return self.expression(WindowTVF(kind=exp.var(kind), table=named["DATA"], descriptor=named["TIMECOL"],
+                                         expressions=[named[n] for n in intervals if n in named]))
 
     def _parse_lateral(self) -> exp.Lateral | None:
         index = self._index
@@ -210,6 +269,7 @@ class FlinkGenerator(generator.Generator):
         LateralTable: lambda self, e: f"LATERAL TABLE({self.sql(e, 'this')})"
         + (f" AS {self.sql(e, 'alias')}" if e.args.get("alias") else ""),
         FunctionLanguage: lambda self, e: f"LANGUAGE {self.sql(e, 'this')}",
+        SystemFunction: lambda self, e: "SYSTEM",
     }
 
     TYPE_MAPPING = {**generator.Generator.TYPE_MAPPING, exp.DataType.Type.STRUCT: "ROW"}
@@ -217,6 +277,7 @@ class FlinkGenerator(generator.Generator):
     PROPERTIES_LOCATION = {
         **generator.Generator.PROPERTIES_LOCATION,
         FunctionLanguage: exp.Properties.Location.POST_EXPRESSION,
+        SystemFunction: exp.Properties.Location.POST_CREATE,
     }
 
     def property_sql(self, expression: exp.Property) -> str:
@@ -240,6 +301,8 @@ class Flink(Dialect):
         # EXECUTE opens a statement set (``EXECUTE STATEMENT SET BEGIN ... END``), whose INSERTs
         # must stay statements of their own, not the text of one opaque command.
         COMMANDS = tokens.Tokenizer.COMMANDS - {TokenType.EXECUTE}
+        # Flink's comments do not nest: the first */ closes /* a /* b */.
+        NESTED_COMMENTS = False
         # ROW<name TYPE, ...> (and ROW(name TYPE, ...)) is Flink's nested row type, as Presto's ROW.
         KEYWORDS = {**tokens.Tokenizer.KEYWORDS, "ROW": TokenType.STRUCT}
 

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 
+#: How much of a clause an error quotes: enough to find it, never a whole 5 MB statement.
+_CLAUSE = 100
+
+
 class SQLModelError(ValueError):
     """The script cannot be turned into a job model (syntax error, unsupported statement, ...).
 
@@ -38,5 +42,6 @@ class SQLModelError(ValueError):
         where = ":".join(
             str(part) for part in (self.source or "<sql>", self.line, self.col) if part is not None
         )
-        clause = f" (in: {self.clause})" if self.clause else ""
+        clause = self.clause if self.clause is None or len(self.clause) <= _CLAUSE else self.clause[:_CLAUSE - 1] + "…"
+        clause = f" (in: {clause})" if clause else ""
         return f"{where}: {self.message}{clause}"

@@ -192,10 +192,16 @@ class Resolver:
         partition: tuple[Resolved, ...],
         node: exp.Expression,
     ) -> Window:
+        ms = []
+        for interval in intervals:
+            try:
+                ms.append(interval_ms(interval))
+            except SQLModelError as error:
+                raise _at(error, interval, node) from None
         try:
-            shape = WindowKind.of(kind, [interval_ms(i) for i in intervals])
+            shape = WindowKind.of(kind, ms)
         except SQLModelError as error:
-            raise SQLModelError(error.message, clause=node.sql(dialect="flink")) from None
+            raise _at(error, node, node) from None
         return Window(
             shape=shape,
             operator=operator,
@@ -557,6 +563,16 @@ class _SelectResolver:
         )
 
 
+def _at(error: SQLModelError, place: exp.Expression, clause: exp.Expression) -> SQLModelError:
+    """``error`` located at the first token of ``place`` that the parser kept a position for."""
+    where = next((n.meta for n in place.walk() if "line" in n.meta), None)
+    if where is None:
+        return SQLModelError(error.message, clause=clause.sql(dialect="flink"))
+    # A token's column is its last character's; the error points at its first.
+    return SQLModelError(error.message, line=where["line"], col=where["col"] - (where["end"] - where["start"]),
+                         clause=clause.sql(dialect="flink"))
+
+
 def _renamed(relation: Relation, columns: tuple[str, ...], name: str) -> Relation:
     """A relation under the column names a ``WITH name (c1, c2) AS (...)`` gives it, by position."""
     if not columns:
@@ -640,21 +656,26 @@ def _role(resolved: exp.Expression, key_texts: set[str] | None = None) -> str:
 
 
 def _rank_limit(conjunct: exp.Expression, rank_column: str) -> int | None:
-    """N of ``rk <= N``; ``rk < N`` is ``rk <= N - 1`` and ``rk = 1`` is ``rk <= 1``."""
+    """N of ``rk <= N``; ``rk < N`` is ``rk <= N - 1`` and ``rk = 1`` is ``rk <= 1``. Only a whole
+    number bounds a rank: ``rk <= 'abc'`` or ``rk < 2.5`` is no Top-N bound."""
     ops = {exp.LTE: 0, exp.LT: -1, exp.EQ: 0}
     for op, delta in ops.items():
         if isinstance(conjunct, op):
             left, right = conjunct.this, conjunct.expression
-            if isinstance(left, exp.Column) and left.name == rank_column and isinstance(right, exp.Literal):
+            if isinstance(left, exp.Column) and left.name == rank_column and _is_whole(right):
                 if op is exp.EQ and right.to_py() != 1:
                     return None
                 return int(right.to_py()) + delta
     if isinstance(conjunct, exp.Between) and isinstance(conjunct.this, exp.Column) \
             and conjunct.this.name == rank_column:
         low, high = conjunct.args.get("low"), conjunct.args.get("high")
-        if isinstance(low, exp.Literal) and low.to_py() == 1 and isinstance(high, exp.Literal):
+        if _is_whole(low) and low.to_py() == 1 and _is_whole(high):
             return int(high.to_py())
     return None
+
+
+def _is_whole(node: exp.Expression | None) -> bool:
+    return isinstance(node, exp.Literal) and node.is_int
 
 
 def _flatten_group(expressions: list[exp.Expression]) -> list[exp.Expression]:

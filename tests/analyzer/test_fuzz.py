@@ -4,9 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 import pytest
 from hypothesis import HealthCheck, given, settings
+
+from stategate.analyzer import SQLModelError, build
+from stategate.analyzer.stack import MAX_NESTING
 
 from tests.analyzer.fuzzing import (
     DDL_BASE, ONE_MB, WINDOW_QUERY, Case, check, ddl_scripts, huge_scripts, mutations, nested_parentheses, nested_subqueries)
@@ -37,11 +41,21 @@ def test_one_megabyte_scripts(name: str) -> None:
     assert check(WINDOW_QUERY, script) == ("FULL" if readable else "invalid")
 
 
-@pytest.mark.parametrize("depth", [10, 60, 200, 5000])
+@pytest.mark.parametrize("depth", [10, 500, MAX_NESTING - 1, MAX_NESTING + 1, 5000])
 def test_deeply_nested_subqueries_and_parentheses(depth: int) -> None:
-    """Deep nesting is analysed while the stack allows, then refused with an error; never a crash."""
-    assert check(WINDOW_QUERY, nested_subqueries(depth)) == ("FULL" if depth < 90 else "invalid")
-    assert check(WINDOW_QUERY, nested_parentheses(depth)) == ("FULL" if depth < 40 else "invalid")
+    """Nesting is analysed up to the documented limit (one level of it is the window's own call),
+    then refused with a located error; never a crash."""
+    assert check(WINDOW_QUERY, nested_subqueries(depth)) == ("FULL" if depth < MAX_NESTING else "invalid")
+    assert check(WINDOW_QUERY, nested_parentheses(depth)) == ("FULL" if depth < MAX_NESTING else "invalid")
+
+
+def test_five_megabytes_of_open_parentheses_are_refused_at_once_with_their_place() -> None:
+    script = WINDOW_QUERY + ";\n" + "(" * 5_000_000
+    started = time.perf_counter()
+    with pytest.raises(SQLModelError) as refused:
+        build(script, source="new.sql")
+    assert time.perf_counter() - started < 5
+    assert str(refused.value).startswith(f"new.sql:2:{MAX_NESTING + 1}: syntax error: parentheses")
 
 
 def test_the_command_line_prints_one_error_line_not_a_traceback(tmp_path) -> None:

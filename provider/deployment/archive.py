@@ -10,7 +10,7 @@ from datetime import datetime, timezone
 
 from airflow.sdk import ObjectStoragePath
 
-from stategate.provider.deployment.records import stamp as time_stamp
+from stategate.provider.deployment.records import read_json, stamp as time_stamp
 from stategate.provider.deployment.root import ARCHIVE, INTENT, JobRoot, StateGateError, fresh, replace_text
 from stategate.spark_jobs import RECORD_DIR
 
@@ -34,7 +34,7 @@ class Archiver:
 
     @property
     def intent_path(self) -> ObjectStoragePath:
-        return self.root.state_home / INTENT
+        return self.root.state_path(INTENT)
 
     def archive(self, location: str = "checkpoint", stamp: str | None = None) -> ObjectStoragePath | None:
         """Move the state at ``location`` (inside the job root) to ``archive/<stamp>/``; None when
@@ -43,7 +43,7 @@ class Archiver:
         resumed = self.finish()
         if not self.root.has_state(source):
             return resumed
-        target = self.root.state_home / ARCHIVE / (stamp or time_stamp(None)) / source.name
+        target = self.root.state_path(ARCHIVE, stamp or time_stamp(None), source.name)
         if target.exists():
             raise StateGateError(f"refusing to archive over {target}: it already exists")
         target.parent.mkdir(parents=True, exist_ok=True)
@@ -60,9 +60,8 @@ class Archiver:
         """Finish (or undo) a move a crash interrupted; the archive, if it is complete."""
         if not fresh(self.intent_path).exists():
             return None
-        intent = json.loads(self.intent_path.read_text())
-        source, target = self.root.state_home / intent["source"], self.root.state_home / intent["target"]
-        if intent["step"] == "copying":
+        step, source, target = self._read_intent()
+        if step == "copying":
             if target.exists():
                 target.rmdir(recursive=True)  # an unverified copy; the source is intact
             self.intent_path.unlink()
@@ -71,6 +70,30 @@ class Archiver:
             source.rmdir(recursive=True)
         self.intent_path.unlink()
         return target
+
+    def _read_intent(self) -> tuple[str, ObjectStoragePath, ObjectStoragePath]:
+        """The step, source and target of an interrupted move, each path resolved as a new one would
+        be: the source a state path inside the job root, the target ``archive/<stamp>/<name>``. An
+        intent that names anything else (edited, corrupted: ``../``, an absolute path, the job's
+        bookkeeping) is refused and everything is kept, the intent too, for a human to read."""
+        intent = read_json(self.intent_path)
+        problem = None
+        if not isinstance(intent, dict) or intent.get("step") not in ("copying", "deleting") \
+                or not all(isinstance(intent.get(k), str) for k in ("source", "target")):
+            problem = "it is not a move's record (step copying|deleting, source, target)"
+        elif intent["target"].startswith("/") or len(intent["target"].split("/")) != 3 \
+                or intent["target"].split("/")[0] != ARCHIVE:
+            problem = f"its target {intent['target']!r} is not {ARCHIVE}/<stamp>/<name>"
+        if problem is None:
+            try:
+                source = self.root.inside(intent["source"])
+                if "://" in intent["source"] or intent["source"].startswith("/"):
+                    raise StateGateError(f"its source {intent['source']!r} is not relative to the job root")
+                return intent["step"], source, self.root.state_path(*intent["target"].split("/"))
+            except StateGateError as error:
+                problem = str(error)
+        raise StateGateError(f"refusing to finish the move recorded in {self.intent_path}: {problem}. Nothing was "
+                             "moved or deleted; check the state and archive/, then remove the record")
 
     def _copy_verify_delete(self, source: ObjectStoragePath, target: ObjectStoragePath) -> ObjectStoragePath:
         base = len(self.root.state_home.path.rstrip("/")) + 1

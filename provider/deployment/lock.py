@@ -41,7 +41,7 @@ class RedeployLock:
 
     @property
     def path(self) -> ObjectStoragePath:
-        return self.root / LOCK
+        return self.root.record_path(LOCK)
 
     def acquire(
         self,
@@ -121,7 +121,7 @@ class RedeployLock:
         return sorted(int(p.stem) for p in self.path.iterdir() if p.suffix == ".json" and p.stem.isdigit())
 
     def _entry(self, number: int) -> ObjectStoragePath:
-        return self.path / f"{number:020d}.json"
+        return self.root.record_path(LOCK, f"{number:020d}.json")
 
     def _append(self, number: int, entry: Holder) -> bool:
         """Create entry ``number``; False if another gate created it first."""

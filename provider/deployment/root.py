@@ -22,14 +22,18 @@ whoever holds the checkpoint holds the SQL it was built by. Access goes through 
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import socket
+import stat
 from dataclasses import dataclass
 
 from airflow.sdk import ObjectStoragePath
 
-_JOB_NAME = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.-]*$")
+_JOB_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
+#: The longest path component (file or directory name) filesystems take, in bytes (NAME_MAX).
+NAME_BYTES = 255
 #: How Spark spells the same store: Hadoop's S3 connector is ``s3a``.
 _SPARK_SCHEMES = {"s3": "s3a", "s3a": "s3a", "gs": "gs", "gcs": "gs", "abfs": "abfs", "hdfs": "hdfs"}
 CHECKPOINT, RECORD, HISTORY, ARCHIVE, STAGED, LOCK, INTENT = (
@@ -59,34 +63,58 @@ class JobRoot:
     checkpoint_root: str | None = None
 
     def __post_init__(self) -> None:
-        if not _JOB_NAME.match(self.job_name or ""):
-            raise StateGateError(f"job name {self.job_name!r} must be letters, digits, '_', '.' or '-'")
+        if not isinstance(self.job_name, str) or not _JOB_NAME.fullmatch(self.job_name):
+            raise StateGateError(f"job name {self.job_name!r} must be letters, digits, '_', '.' or '-', "
+                                 "starting with a letter or digit")
+        if len(self.job_name.encode()) > NAME_BYTES:
+            raise StateGateError(f"job name {self.job_name[:40]}… is {len(self.job_name.encode())} bytes long; "
+                                 f"a directory name holds at most {NAME_BYTES}")
+
+    # -------------------------------------------------------------- the only way to a path in the root
+    def record_path(self, *parts: str) -> ObjectStoragePath:
+        """``<root>/<job>/<parts>``: the job's records (deployment.json, history/, lock/)."""
+        return self._confined(self.root, parts)
+
+    def state_path(self, *parts: str) -> ObjectStoragePath:
+        """``<state root>/<job>/<parts>``: the checkpoint, its archives, staged SQL, the intent."""
+        return self._confined(self.checkpoint_root or self.root, parts)
+
+    def _confined(self, base: str, parts: tuple[str, ...]) -> ObjectStoragePath:
+        """A path under the job, refused unless every part is a plain name and, on a local store,
+        no component below the root of all jobs is a symbolic link (a link could lead to another
+        job's state, or anywhere). Refusing changes nothing."""
+        for part in parts:
+            if not part or part in (".", "..") or "/" in part or "\\" in part or "\x00" in part:
+                raise StateGateError(f"refusing {part!r}: not a plain name inside the job root; nothing was changed")
+            if len(part.encode()) > NAME_BYTES:
+                raise StateGateError(f"refusing {part[:40]}…: longer than {NAME_BYTES} bytes; nothing was changed")
+        top = ObjectStoragePath(base, conn_id=self.conn_id)
+        path = top / self.job_name
+        for part in parts:
+            path = path / part
+        refuse_links(top, path)
+        return path
 
     @property
     def path(self) -> ObjectStoragePath:
-        return ObjectStoragePath(self.root, conn_id=self.conn_id) / self.job_name
+        return self.record_path()
 
     @property
     def state_home(self) -> ObjectStoragePath:
         """Where the checkpoint, its archives and the staged SQL live."""
-        if self.checkpoint_root is None:
-            return self.path
-        return ObjectStoragePath(self.checkpoint_root, conn_id=self.conn_id) / self.job_name
+        return self.state_path()
 
     @property
     def checkpoint(self) -> ObjectStoragePath:
-        return self.state_home / CHECKPOINT
-
-    def __truediv__(self, name: str) -> ObjectStoragePath:
-        return self.path / name
+        return self.state_path(CHECKPOINT)
 
     @property
     def is_local(self) -> bool:
-        return _is_local(self.path)
+        return _is_local(ObjectStoragePath(self.root, conn_id=self.conn_id))
 
     @property
     def state_is_local(self) -> bool:
-        return _is_local(self.state_home)
+        return _is_local(ObjectStoragePath(self.checkpoint_root or self.root, conn_id=self.conn_id))
 
     def spark_uri(self, path: ObjectStoragePath) -> str:
         """The same location as Spark (and spark-submit) name it."""
@@ -119,13 +147,7 @@ class JobRoot:
         relative = target[len(root) + 1:]
         if relative.split("/")[0] in BOOKKEEPING:
             raise StateGateError(f"refusing {location!r}: that is the job root's own bookkeeping")
-        if self.state_is_local:
-            current = root
-            for part in relative.split("/"):
-                current = f"{current}/{part}"
-                if os.path.islink(current):
-                    raise StateGateError(f"refusing {location!r}: {current} is a symbolic link")
-        return path
+        return self.state_path(*relative.split("/"))
 
 
 def fresh(path: ObjectStoragePath) -> ObjectStoragePath:
@@ -141,10 +163,40 @@ def fresh(path: ObjectStoragePath) -> ObjectStoragePath:
     return path
 
 
+def refuse_links(top: ObjectStoragePath, path: ObjectStoragePath) -> None:
+    """Refuse ``path`` if, on a local store, a component of it below ``top`` (the root of all jobs,
+    which an operator may well have linked elsewhere) is a symbolic link. Object stores have none."""
+    if not _is_local(path):
+        return
+    root, target = top.path.rstrip("/"), path.path.rstrip("/")
+    if target != root and not target.startswith(root + "/"):
+        raise StateGateError(f"refusing {path}: it is outside the root {top}; nothing was changed")
+    current = root
+    for part in target[len(root) + 1:].split("/") if target != root else ():
+        current = f"{current}/{part}"
+        try:
+            mode = os.lstat(current).st_mode
+        except FileNotFoundError:
+            return  # nothing below exists yet: no link to follow
+        if stat.S_ISLNK(mode):
+            raise StateGateError(f"refusing {path}: {current} is a symbolic link, and stategate reads and writes "
+                                 "only inside the job root; nothing was changed")
+
+
 def read_text(path: ObjectStoragePath) -> str:
     """The whole object in one read. (A file object on S3 reads in ranges pinned to the first
-    ETag and fails if a writer replaces the object meanwhile; one GET sees the old or the new.)"""
-    return path.fs.cat_file(path.path).decode("utf-8")
+    ETag and fails if a writer replaces the object meanwhile; one GET sees the old or the new.)
+    A local file is opened without following a link, should one appear after the path was checked."""
+    if not _is_local(path):
+        return path.fs.cat_file(path.path).decode("utf-8")
+    try:
+        handle = os.open(path.path, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0))
+    except OSError as error:
+        if error.errno == errno.ELOOP:
+            raise StateGateError(f"refusing {path}: it is a symbolic link; nothing was changed") from None
+        raise
+    with os.fdopen(handle, "rb") as file:
+        return file.read().decode("utf-8")
 
 
 def _is_local(path: ObjectStoragePath) -> bool:

@@ -120,7 +120,7 @@ def test_spark_uri_names_the_same_place(tmp_path: Path) -> None:
     assert job.spark_uri(job.checkpoint) == f"{tmp_path}/job/checkpoint"
     split = DeploymentHook("s3://records/stategate", "job", checkpoint_root=f"file://{tmp_path}/state").job
     assert split.spark_uri(split.checkpoint) == f"{tmp_path}/state/job/checkpoint"
-    assert split.spark_uri(split / "deployment.json") == "s3a://records/stategate/job/deployment.json"
+    assert split.spark_uri(split.record_path("deployment.json")) == "s3a://records/stategate/job/deployment.json"
 
 
 def test_provider_is_discoverable() -> None:

@@ -82,4 +82,4 @@ def test_a_store_without_exclusive_create_is_refused() -> None:
     with pytest.raises(StateGateError, match="cannot create an object exclusively .*refuses to run"):
         hook.lock.acquire("run-1")
     assert hook.lock.holder() is None
-    assert not [p for p in (hook.job / "lock").iterdir() if p.name.startswith(".probe")], "the probe is removed"
+    assert not [p for p in hook.job.record_path("lock").iterdir() if p.name.startswith(".probe")], "the probe is removed"

@@ -1,12 +1,17 @@
-"""The analyzer under hostile input, at scale: hypothesis-driven mutations of valid job scripts
-(deleted, swapped, duplicated and replaced tokens, random unicode, truncation), 1 MB scripts and
-deeply nested subqueries and parentheses.
+"""The analyzer under hostile input, at scale.
 
-Each case must end in a verdict or a located error, through the library and the CLI, and never in
-FULL or PARTIAL for a script that cannot be read (see ``tests/analyzer/fuzzing.py``). Prints the
-counts; exits 1 if any case broke a rule.
+1. Seeded mutations (``tests/analyzer/mutations.py``): window jobs of every form (legacy group
+   windows, the four window TVFs, Top-N over a window aggregation, Top-N of window rows), read
+   directly or through a view, a CTE or a subquery, each changed once, and judged against the
+   verdict the seed tables give the change: unsafe (more state reused than the seeds allow),
+   wrong but safe, crashed.
+2. Token-level mutations of valid scripts (deleted, swapped, duplicated and replaced tokens, random
+   unicode, truncation), 1 MB scripts, deep nesting: each must end in a verdict or a located
+   error, through the library and the CLI (``tests/analyzer/fuzzing.py``).
 
-    .venv/bin/python benchmarks/analyzer_fuzz.py [--cases 10000]
+Prints the counts; exits 1 if any case was unsafe, crashed or broke a rule.
+
+    .venv/bin/python benchmarks/analyzer_fuzz.py [--seeded 10000] [--cases 10000]
 """
 
 from __future__ import annotations
@@ -24,6 +29,28 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from tests.analyzer.fuzzing import (
     WINDOW_QUERY, Case, check, huge_scripts, mutations, nested_parentheses, nested_subqueries)
+from tests.analyzer.mutations import OUTCOMES, Mutation, describe, judge, mutated_jobs
+
+
+def fuzz_seeded(cases: int) -> tuple[Counter, Counter, list[str]]:
+    """Outcome counts, per-mutation counts of the bad outcomes, and the first bad cases in full."""
+    outcomes: Counter = Counter()
+    bad: Counter = Counter()
+    shown: list[str] = []
+
+    @settings(max_examples=cases, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(mutated_jobs())
+    def one(mutation: Mutation) -> None:
+        outcome, said = judge(mutation)
+        outcomes[outcome] += 1
+        if outcome in ("unsafe", "strict", "crashed"):
+            bad[(outcome, describe(mutation), str(mutation.expected and mutation.expected.value), said[:100])] += 1
+            if outcome != "strict" and len(shown) < 5:
+                shown.append(f"{outcome}: {describe(mutation)} -> {said}\n--- old\n{mutation.old.sql()}\n"
+                             f"--- new\n{mutation.new.sql()}")
+
+    one()
+    return outcomes, bad, shown
 
 
 def fuzz_mutations(cases: int) -> tuple[Counter, Counter, list[str], float]:
@@ -68,8 +95,20 @@ def hostile_inputs() -> list[tuple[str, str, float, int]]:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--cases", type=int, default=10_000, help="mutated scripts to try (default 10000)")
+    parser.add_argument("--seeded", type=int, default=10_000, help="seeded mutations to judge (default 10000)")
+    parser.add_argument("--cases", type=int, default=10_000, help="token-mutated scripts to try (default 10000)")
     args = parser.parse_args()
+
+    started = time.perf_counter()
+    seeded, bad, shown = fuzz_seeded(args.seeded)
+    elapsed = time.perf_counter() - started
+    print(f"seeded mutations judged against the seed tables: {sum(seeded.values())} in {elapsed:.0f} s")
+    for outcome in OUTCOMES:
+        print(f"  {outcome:<14} {seeded[outcome]:>7}")
+    for (outcome, what, expected, said), count in bad.most_common(15):
+        print(f"  {count:>5} x {outcome}: {what}: seeds say {expected}, stategate {said}")
+    for case in shown:
+        print("\n" + case)
 
     started = time.perf_counter()
     outcomes, edits, failures, slowest = fuzz_mutations(args.cases)
@@ -86,10 +125,12 @@ def main() -> int:
     for name, outcome, seconds, size in rows:
         print(f"  {name:<36} {size / 1e6:6.2f} MB {seconds:7.2f} s  {outcome}")
 
-    broken = len(failures) + sum(outcome.startswith("BROKE") for _, outcome, _, _ in rows)
+    broken = len(failures) + sum(outcome.startswith("BROKE") for _, outcome, _, _ in rows) \
+        + seeded["unsafe"] + seeded["crashed"]
     for failure in failures[:5]:
         print("\n" + failure)
-    print(f"\ncases that broke a rule (crash, traceback, verdict without a readable script): {broken}")
+    print(f"\ncases that broke a rule (unsafe verdict, crash, traceback, verdict without a readable script): "
+          f"{broken}")
     return 1 if broken else 0
 
 

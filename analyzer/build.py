@@ -7,6 +7,7 @@ type: DDL fills the catalog, ``SET`` fills settings, ``INSERT INTO`` / ``SELECT`
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Mapping
@@ -21,7 +22,7 @@ from stategate.analyzer.intervals import interval_ms
 from stategate.analyzer.lineage import Resolver
 from stategate.analyzer.scope import Relation, field_access, source_column
 from stategate.analyzer.model import Column, Function, JobModel, Output, Pipeline, Resolved, Table, View
-from stategate.analyzer.scan import prepare
+from stategate.analyzer.scan import Span, prepare
 from stategate.analyzer.stack import MAX_NESTING, deep
 
 _DIALECT = Flink()
@@ -35,14 +36,26 @@ class Statement:
 
 
 def parse_statements(sql: str, source: str = "<sql>") -> list[Statement]:
-    """Parse a script into located statements; errors carry file, line and column."""
-    sql = prepare(sql, source)
-    try:
-        tokens = _DIALECT.tokenize(sql)
-    except TokenError as error:
-        raise SQLModelError(f"cannot tokenize: {error}", source=source) from None
+    """Parse a script into located statements; errors carry file, line and column.
+
+    Statements are split on the scanned text, so a plain ``INSERT INTO name <query>`` whose query
+    text was parsed before is neither tokenized nor parsed again: generated scripts fan one query out
+    to many sinks (40,000 INSERTs of a few bodies), and sqlglot's tokenizer alone reads about
+    1.5 s per MB. Its pipelines share the parsed body, which :func:`_build` resolves once."""
+    script = prepare(sql, source)
+    sql = script.text
     statements: list[Statement] = []
-    for chunk in _statement_sets(_split(tokens), source):
+    bodies: dict[str, exp.Expression] = {}  # INSERT bodies parsed so far, by their text
+    sets = _StatementSets(source)
+    for span in script.statements():
+        text = sql[span.start:span.end].rstrip()
+        target, body = _insert_parts(text)
+        if body is not None and body in bodies:  # an INSERT: welcome inside a statement set or out
+            statements.append(Statement(exp.Insert(this=target, expression=bodies[body]), span.line, text))
+            continue
+        chunk = sets.unwrap(_tokens(sql, span, source))
+        if not chunk:
+            continue
         text = sql[chunk[0].start : chunk[-1].end + 1]
         try:
             nodes = _DIALECT.parser().parse(chunk, sql)
@@ -56,17 +69,41 @@ def parse_statements(sql: str, source: str = "<sql>") -> list[Statement]:
                 clause=_first_line(text),
             ) from None
         statements.extend(Statement(n, chunk[0].line, text) for n in nodes if n is not None)
+        if body is not None and len(nodes) == 1 and isinstance(nodes[0], exp.Insert) \
+                and not nodes[0].args.get("with_") and nodes[0].expression is not None:
+            bodies[body] = nodes[0].expression
+    sets.close()
     return statements
 
 
-def _split(tokens: list[Token]) -> list[list[Token]]:
-    chunks: list[list[Token]] = [[]]
+#: ``INSERT INTO name`` (or a quoted name) and the query text after it.
+_PLAIN_INSERT = re.compile(r"INSERT\s+INTO\s+(?:`((?:[^`]|``)+)`|([A-Za-z_][A-Za-z0-9_]*))\s+(?=[^\s(.])", re.I)
+
+
+def _insert_parts(text: str) -> tuple[exp.Table | None, str | None]:
+    """The target of a plain ``INSERT INTO name <query>`` and its query's text; None otherwise."""
+    match = _PLAIN_INSERT.match(text)
+    if match is None:
+        return None, None
+    quoted, plain = match.groups()
+    name = quoted.replace("``", "`") if quoted is not None else plain
+    return exp.Table(this=exp.to_identifier(name, quoted=quoted is not None)), text[match.end():]
+
+
+def _tokens(sql: str, span: Span, source: str) -> list[Token]:
+    """The tokens of one statement, placed in the script (lines, columns and offsets as if the whole
+    script had been tokenized)."""
+    try:
+        tokens = _DIALECT.tokenize(sql[span.start:span.end])
+    except TokenError as error:
+        raise SQLModelError(f"cannot tokenize: {error}", source=source, line=span.line, col=span.col) from None
     for token in tokens:
-        if token.token_type == TokenType.SEMICOLON:
-            chunks.append([])
-        else:
-            chunks[-1].append(token)
-    return [c for c in chunks if c]
+        if token.line == 1:
+            token.col += span.col - 1
+        token.line += span.line - 1
+        token.start += span.start
+        token.end += span.start
+    return tokens
 
 
 _EXECUTE_SET = ("EXECUTE", "STATEMENT", "SET", "BEGIN")
@@ -74,34 +111,39 @@ _BEGIN_SET = ("BEGIN", "STATEMENT", "SET")
 _SET_WORDS = (TokenType.EXECUTE, TokenType.BEGIN, TokenType.END)
 
 
-def _statement_sets(chunks: list[list[Token]], source: str) -> list[list[Token]]:
-    """The statements of a script with Flink's statement-set wrappers taken off.
+class _StatementSets:
+    """Flink's statement-set wrappers, taken off the statements of a script one by one.
 
     ``EXECUTE STATEMENT SET BEGIN INSERT ...; INSERT ...; END;`` and ``BEGIN STATEMENT SET;
     INSERT ...; END;`` submit several INSERTs as one job: here, as on Spark, every INSERT is a
     pipeline of the job anyway, so the wrapper itself changes no state. Only INSERTs may stand in a
     set, and a set must be closed."""
-    unwrapped: list[list[Token]] = []
-    opened: Token | None = None
-    for chunk in chunks:
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self.opened: Token | None = None
+
+    def unwrap(self, chunk: list[Token]) -> list[Token]:
+        """The statement's tokens without a set's opening or closing words; [] when nothing is left."""
+        if not chunk:
+            return chunk
         words = tuple(t.text.upper() for t in chunk[:4]) if chunk[0].token_type in _SET_WORDS else ()
         if words[:3] == _BEGIN_SET and len(chunk) == 3 or words == _EXECUTE_SET:
-            if opened is not None:
-                raise _set_error("a statement set inside a statement set", chunk[0], source)
-            opened, chunk = chunk[0], chunk[len(_EXECUTE_SET):] if words == _EXECUTE_SET else []
+            if self.opened is not None:
+                raise _set_error("a statement set inside a statement set", chunk[0], self.source)
+            self.opened, chunk = chunk[0], chunk[len(_EXECUTE_SET):] if words == _EXECUTE_SET else []
         elif words == ("END",) and len(chunk) == 1:
-            if opened is None:
-                raise _set_error("END without BEGIN STATEMENT SET", chunk[0], source)
-            opened, chunk = None, []
-        if not chunk:
-            continue
-        if opened is not None and chunk[0].text.upper() != "INSERT":
+            if self.opened is None:
+                raise _set_error("END without BEGIN STATEMENT SET", chunk[0], self.source)
+            self.opened, chunk = None, []
+        if chunk and self.opened is not None and chunk[0].text.upper() != "INSERT":
             raise _set_error(f"only INSERT INTO statements may stand in a statement set, not "
-                             f"{chunk[0].text.upper()}", chunk[0], source)
-        unwrapped.append(chunk)
-    if opened is not None:
-        raise _set_error("the statement set is not closed with END;", opened, source)
-    return unwrapped
+                             f"{chunk[0].text.upper()}", chunk[0], self.source)
+        return chunk
+
+    def close(self) -> None:
+        if self.opened is not None:
+            raise _set_error("the statement set is not closed with END;", self.opened, self.source)
 
 
 def _set_error(problem: str, token: Token, source: str) -> SQLModelError:
@@ -145,11 +187,13 @@ def _build(sql: str, source: str) -> JobModel:
             raise _locate(error, source, statement) from None
     resolver = Resolver(tables, views, functions)
     pipelines: list[Pipeline] = []
+    resolved: dict[int, Relation] = {}  # a query body shared by several INSERTs resolves once
     for index, (statement, sink, query) in enumerate(queries, start=1):
         try:
-            relation = resolver.query(query)
+            relation = resolved.get(id(query)) or resolver.query(query)
         except SQLModelError as error:
             raise _locate(error, source, statement) from None
+        resolved[id(query)] = relation
         pipelines.append(_pipeline(relation, sink, index, statement))
     return JobModel(
         tables=tables, views=view_models, functions=functions, settings=settings,

@@ -248,6 +248,13 @@ class WindowAggregate:
     def source_table(self) -> str:
         return self.source if isinstance(self.source, str) else self.source.source_table
 
+    @cached_property
+    def stored_columns(self) -> frozenset[str]:
+        """Source columns whose values end up in state: group keys and aggregate inputs. Cached: a
+        query body shared by many INSERTs is one aggregation, read once."""
+        values = [k.value for k in self.group_keys] + [v for a in self.aggregates for v in a.args]
+        return frozenset(c.name for v in values for c in v.expr.find_all(exp.Column) if c.table == self.source_table)
+
     @property
     def per_window(self) -> bool:
         """Whether this aggregates the windows of the aggregation it reads, grouped by their

@@ -16,7 +16,9 @@ identifiers and comments are read as the ``flink`` dialect's tokenizer reads the
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from itertools import accumulate
+from typing import Iterator
 
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.stack import MAX_NESTING
@@ -29,7 +31,45 @@ _NOT_PARENS = re.compile(r"[^()]+")
 _STEP = {"(": 1, ")": -1}
 
 
-def prepare(sql: str, source: str) -> str:
+@dataclass(frozen=True)
+class Span:
+    """One statement of a script: where it starts and ends, and the line and column it starts at."""
+
+    start: int
+    end: int
+    line: int
+    col: int
+
+
+@dataclass(frozen=True)
+class Script:
+    """A script that passed the scan: its text, and the text with strings, quoted identifiers and
+    comments blanked (so a ``;`` or ``(`` in ``code`` is SQL's own)."""
+
+    text: str
+    code: str
+
+    def statements(self) -> Iterator[Span]:
+        """Each statement between semicolons, without the ones that hold only comments. Lines and
+        columns are counted as the text is walked once (a 5 MB script on one line included)."""
+        line, line_start, position = 1, 0, 0
+        for end in [m.start() for m in re.finditer(";", self.code)] + [len(self.code)]:
+            start = position
+            while start < end and self.code[start].isspace():
+                start += 1
+            if start < end:
+                newlines = self.text.count("\n", position, start)
+                if newlines:
+                    line, line_start = line + newlines, self.text.rfind("\n", position, start) + 1
+                yield Span(start, end, line, start - line_start + 1)
+                position = start
+            newlines = self.text.count("\n", position, end)
+            if newlines:
+                line, line_start = line + newlines, self.text.rfind("\n", position, end) + 1
+            position = end + 1
+
+
+def prepare(sql: str, source: str) -> Script:
     """``sql`` without a leading byte-order mark, after the checks above."""
     if sql.startswith(BOM):
         sql = sql[1:]
@@ -44,7 +84,7 @@ def prepare(sql: str, source: str) -> str:
     if parens and max(accumulate(map(_STEP.__getitem__, parens))) > MAX_NESTING:
         raise _error(f"parentheses or subqueries nest deeper than {MAX_NESTING} levels, the most stategate "
                      "analyses", sql, _too_deep(code), source)
-    return sql
+    return Script(sql, code)
 
 
 def _too_deep(code: str) -> int:

@@ -7,10 +7,10 @@ aggregate reads changes its state's type) the rule says so; everything else is U
 
 from __future__ import annotations
 
-from sqlglot import exp
+from typing import AbstractSet as Set
 
 from stategate.analyzer.layout import WIDTH_SETTINGS
-from stategate.analyzer.model import JobModel, Pipeline, Table, WindowAggregate
+from stategate.analyzer.model import JobModel, Pipeline, Table
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
 
@@ -55,10 +55,10 @@ def row_filters(change: Change) -> list[Finding]:
 
 def sources(change: Change) -> list[Finding]:
     return source_findings(change, change.old_agg.source_table, change.new_agg.source_table,
-                           _read_columns(change.old_agg) | _read_columns(change.new_agg))
+                           change.old_agg.stored_columns | change.new_agg.stored_columns)
 
 
-def source_findings(change: Change, old_name: str, new_name: str, read: set[str]) -> list[Finding]:
+def source_findings(change: Change, old_name: str, new_name: str, read: Set[str]) -> list[Finding]:
     """The source a stateful operator reads: which table, its watermark, its connector options and
     the types of the columns in ``read`` (those whose values end up in state)."""
     if old_name != new_name:
@@ -81,7 +81,7 @@ def source_findings(change: Change, old_name: str, new_name: str, read: set[str]
     return findings
 
 
-def _column_types(old: Table, new: Table, read: set[str]) -> list[Finding]:
+def _column_types(old: Table, new: Table, read: Set[str]) -> list[Finding]:
     findings = []
     for column in old.columns:
         other = new.column(column.name)
@@ -91,12 +91,6 @@ def _column_types(old: Table, new: Table, read: set[str]) -> list[Finding]:
                                     f"to {other.type}; state stored for it has the old type",
                                     f"{column.name} {column.type}", f"{other.name} {other.type}"))
     return findings
-
-
-def _read_columns(aggregate: WindowAggregate) -> set[str]:
-    """Source columns whose values end up in state: group keys and aggregate inputs."""
-    values = [k.value for k in aggregate.group_keys] + [v for a in aggregate.aggregates for v in a.args]
-    return {c.name for v in values for c in v.expr.find_all(exp.Column) if c.table == aggregate.source_table}
 
 
 def _strategy(table: Table) -> int | str | None:

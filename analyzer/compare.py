@@ -16,6 +16,7 @@ from stategate.analyzer.rules.shared import FULL, UNKNOWN, Change
 from stategate.analyzer.stack import deep
 
 
+@deep
 def compare(old_sql: str, new_sql: str, *, old_source: str = "old", new_source: str = "new") -> Report:
     """Compare two versions of a job script. Raises :class:`SQLModelError` on invalid SQL."""
     return compare_models(build(old_sql, old_source), build(new_sql, new_source))

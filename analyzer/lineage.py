@@ -559,7 +559,7 @@ class _SelectResolver:
             language=language,
             expr=scope.resolve(written, aux),
             written=written.sql(dialect="flink"),
-            modifiers=_modifiers(scope.resolve(call, aux), call is not agg),
+            modifiers=_modifiers(scope.resolve(call, aux), call is not agg) if _has_modifiers(call) else "",
         )
 
 
@@ -601,6 +601,16 @@ def _with_modifiers(agg: exp.Expression) -> exp.Expression:
     return call
 
 
+def _extra_arguments(agg: exp.Expression) -> list[tuple[str, exp.Expression | list]]:
+    return [(key, value) for key, value in agg.args.items()
+            if key not in _INPUTS and value and (isinstance(value, exp.Expression) or (
+                isinstance(value, list) and all(isinstance(v, exp.Expression) for v in value)))]
+
+
+def _has_modifiers(call: exp.Expression) -> bool:
+    return isinstance(call, _MODIFIERS) or bool(_extra_arguments(call))
+
+
 def _modifiers(call: exp.Expression, wrapped: bool) -> str:
     """The canonical text of what decides an aggregate's value beside its function and inputs: the
     aggregate node's other arguments, then the clauses around it. Empty for a plain call."""
@@ -608,9 +618,7 @@ def _modifiers(call: exp.Expression, wrapped: bool) -> str:
     while isinstance(agg, _MODIFIERS):
         agg = agg.this
     extra = [f"{key}={sql_key(value) if isinstance(value, exp.Expression) else ', '.join(map(sql_key, value))}"
-             for key, value in agg.args.items()
-             if key not in _INPUTS and value and (isinstance(value, exp.Expression) or (
-                 isinstance(value, list) and all(isinstance(v, exp.Expression) for v in value)))]
+             for key, value in _extra_arguments(agg)]
     text = f" [{'; '.join(extra)}]" if extra else ""
     if wrapped:
         inner, outer = sql_key(agg), sql_key(call)

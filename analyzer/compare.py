@@ -10,6 +10,7 @@ from stategate.analyzer.build import build
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
 from stategate.analyzer.model import IntervalJoin, JobModel, Pipeline, WindowAggregate, WindowJoin
+from stategate.analyzer.replay import replays
 from stategate.analyzer.report import AggregatePlan, Finding, Report, Verdict
 from stategate.analyzer.rules import coverage, group_window, shared, window_topn, window_tvf
 from stategate.analyzer.rules.shared import FULL, UNKNOWN, Change
@@ -52,7 +53,7 @@ def _compare_models(old: JobModel, new: JobModel, deployed: Mapping[str, Any] | 
         findings.append(Finding("stategate.no-pipeline", UNKNOWN,
                                 "neither script has an INSERT INTO or SELECT to compare"))
     report = Report(tuple(findings))
-    return Report(tuple(findings), _merge_plans(plans, report.verdict, len(plans) > 1))
+    return Report(tuple(findings), _merge_plans(plans, report.verdict, len(plans) > 1), replays(old, new))
 
 
 def layout_findings(new: JobModel, deployed: JobLayout,

@@ -66,6 +66,19 @@ def interval_ms(node: exp.Expression) -> int:
     return _whole(ms, node)
 
 
+def duration_ms(text: str) -> int:
+    """A duration as Flink's configuration writes one: ``'10 min'``, ``'5s'``, ``'2 hours'``; a bare
+    number is milliseconds."""
+    match = _TEXT.match(text)
+    if not match:
+        raise SQLModelError(f"cannot read the duration {_clip(text)!r} (write '10 min', '5 s' or '500 ms')")
+    amount, unit = match.groups()
+    ms = Decimal(amount) * (unit_ms(unit) if unit else 1)
+    if ms < 0 or ms != ms.to_integral_value() or ms > MAX_MS:
+        raise SQLModelError(f"the duration {_clip(text)!r} is not a whole number of milliseconds from 0 to {MAX_MS}")
+    return int(ms)
+
+
 def _unit_name(unit: exp.Expression) -> str:
     """``MINUTE`` of ``MINUTE`` and of ``MINUTE(3)`` (a leading precision, parsed as a call)."""
     if isinstance(unit, exp.Var):

@@ -6,6 +6,10 @@ import json
 from dataclasses import dataclass, field
 from enum import Enum
 from functools import total_ordering
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # the replay module reads the model, which reads this one's verdicts
+    from stategate.analyzer.replay import Replay
 
 
 #: What the gate and ``stategate check`` say where no version is deployed, or no state kept:
@@ -75,8 +79,12 @@ class AggregatePlan:
 
 @dataclass(frozen=True)
 class Report:
+    """The verdict's findings, what happens to each aggregate, and what a clear-state redeploy of
+    the new version would read again (:mod:`analyzer.replay`)."""
+
     findings: tuple[Finding, ...]
     aggregates: AggregatePlan = field(default_factory=AggregatePlan)
+    replay: tuple[Replay, ...] = ()
 
     @property
     def verdict(self) -> Verdict:
@@ -88,6 +96,7 @@ class Report:
             "findings": [f.to_dict() for f in self.findings],
             "aggregates": self.aggregates.to_dict(),
             "plan": self._plan_lines(),
+            "replay": [r.to_dict() for r in self.replay],
         }
 
     def to_json(self) -> str:
@@ -105,6 +114,9 @@ class Report:
         for row in rows:
             lines.append("  ".join(f"{cell:<{width}}" for cell, width in zip(row, widths)) + "  " + row[-1])
         lines += ["", *self._plan_lines()]
+        if self.replay:
+            lines += ["", "If the state is cleared, each pipeline replays:",
+                      *(f"  {r.describe()}" for r in self.replay)]
         return "\n".join(lines).rstrip() + "\n"
 
     def to_markdown(self) -> str:
@@ -122,6 +134,8 @@ class Report:
         plan = self._plan_lines()
         if plan:
             lines += ["", "**Aggregates**", ""] + [f"- {line}" for line in plan]
+        if self.replay:
+            lines += ["", "**If the state is cleared**", ""] + [f"- {_md(r.describe())}" for r in self.replay]
         return "\n".join(lines) + "\n"
 
     def _ordered(self) -> list[Finding]:

@@ -19,7 +19,7 @@ PREFIX = "stategate"
 #: Settings that tune the runtime, not the state: changing them is state-neutral.
 RUNTIME_SETTINGS = ("pipeline.name", "parallelism.default", "execution.checkpointing.",
                     "execution.runtime-mode", "table.exec.resource.default-parallelism",
-                    "table.exec.mini-batch.")
+                    "table.exec.mini-batch.", "stategate.replay.")
 
 
 def check(change: Change) -> list[Finding]:

@@ -32,6 +32,11 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--accept", choices=("FULL", "PARTIAL", "UNKNOWN"), default="PARTIAL",
                      help="worst verdict to restart on (default PARTIAL); UNKNOWN once a human decided "
                           "the state is reusable. INCOMPATIBLE always refuses")
+    run.add_argument("--take-over", metavar="ARCHIVED_CHECKPOINT",
+                     help="with --fresh: take over from the archived checkpoint of the version this one replaces "
+                          "(re-read only what open windows need, emit only windows it did not)")
+    run.add_argument("--replay", choices=("bounded", "full", "none"), default="bounded",
+                     help="with --take-over: what to read again (default bounded: what open windows need)")
     run.add_argument("--master", help="Spark master when run without spark-submit (default local[2])")
     return parser
 
@@ -52,7 +57,10 @@ def read_sql(spark, location: str) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = _parser().parse_args(argv)
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.take_over and not args.fresh:
+        parser.error("--take-over starts a new checkpoint: add --fresh")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
     logging.getLogger("py4j").setLevel(logging.WARNING)  # its every gateway call, at INFO
     from stategate.spark_jobs.session import get_session
@@ -76,7 +84,7 @@ def _run(spark, args: argparse.Namespace) -> int:
         return EXIT_INVALID
     try:
         result = run(spark, sql, args.checkpoint, source=args.sql, trigger=args.trigger,
-                     fresh=args.fresh, accept=Verdict(args.accept))
+                     fresh=args.fresh, accept=Verdict(args.accept), take_over=args.take_over, replay=args.replay)
     except SQLModelError as error:
         print(f"stategate: {error}", file=sys.stderr)
         return EXIT_INVALID
@@ -84,6 +92,8 @@ def _run(spark, args: argparse.Namespace) -> int:
         print(f"stategate: {error}", file=sys.stderr)
         return EXIT_REFUSED
     verdict = result.report.verdict.value if result.report else "FRESH"
+    for cutover in result.cutovers.values():
+        print(f"stategate: take-over {cutover.describe()}")
     print(f"stategate: {args.sql} ran ({verdict}); checkpoint {args.checkpoint}")
     return 0
 

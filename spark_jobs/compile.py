@@ -46,6 +46,7 @@ from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalize
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
 from stategate.spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
 from stategate.spark_jobs.state import Slot
+from stategate.spark_jobs.takeover import Cutover
 
 KEY = "k{}"
 
@@ -77,10 +78,14 @@ class CompiledPipeline:
 
 
 def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
-                     layout: JobLayout, location: str) -> CompiledPipeline:
-    """The pipeline's streaming query plan; ``location`` is the query's checkpoint directory."""
+                     layout: JobLayout, location: str, cutover: Cutover | None = None) -> CompiledPipeline:
+    """The pipeline's streaming query plan; ``location`` is the query's checkpoint directory. With a
+    ``cutover`` it takes over from an archived version (:mod:`spark_jobs.takeover`): its source skips
+    the files no open window needs and its sink gets only windows ending after the cutover."""
     try:
         _check_supported(model, pipeline)
+        if cutover is not None and pipeline.join is not None:
+            raise SQLModelError("a bounded take-over of a join is not supported yet: choose --replay full")
         sink = model.tables.get(pipeline.sink) if pipeline.sink else None
         if pipeline.sink and sink is None:
             raise SQLModelError(f"INSERT INTO {pipeline.sink}: the sink table is not declared")
@@ -91,9 +96,10 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
         elif isinstance(pipeline.join, IntervalJoin):
             stream, finalize = _compile_interval_join(spark, model, pipeline.join, layouts, location, sink_types)
         else:
-            stage = _compile_stage(spark, model, pipeline.aggregate, layouts, location)
+            stage = _compile_stage(spark, model, pipeline.aggregate, layouts, location, cutover=cutover)
+            after = cutover.watermark_ms if cutover is not None else None
             stream, finalize = stage.stream, _finalize(stage, _finalizer(stage, pipeline.outputs, pipeline.topn,
-                                                                         sink_types))
+                                                                         sink_types, after))
         # Analyse the per-batch plan now, so a bad SELECT list fails at start, not at the first window.
         # Over the stream itself, whose columns a batch has: Spark checks what a streaming query may
         # do only when it starts, and an empty batch built from a local list cost 0.18 s at start.
@@ -157,18 +163,20 @@ def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
 
 # ------------------------------------------------------------------------------- stages
 def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate,
-                  layouts: tuple[StageLayout, ...], location: str, slices: str = SLICES_DIR) -> Stage:
+                  layouts: tuple[StageLayout, ...], location: str, slices: str = SLICES_DIR,
+                  cutover: Cutover | None = None) -> Stage:
     """A window aggregation (with the cascade feeding it) as a streaming plan; ``slices`` is the
     directory of its retained slices in the checkpoint, if its windows are assembled."""
     layout = layouts[0]
     if isinstance(aggregate.source, WindowAggregate):
-        upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices)
+        upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover)
         if upstream.assembler is not None:
             raise SQLModelError(f"a window over the results of a {aggregate.source.window.kind} window is not "
                                 "supported on Spark (its windows are assembled per micro-batch)")
         rows, mapping = _cascade_input(upstream)
     else:
-        rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window)  # type: ignore[arg-type]
+        rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window,  # type: ignore[arg-type]
+                                      cutover)
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
     keys = [KEY.format(i) for i in range(len(plain_keys))]
     columns: list[Column] = [F.col("ts")]
@@ -287,14 +295,18 @@ _FAMILY_NAMES = {state.EXACT: "an exact number", state.FLOATING: "a floating-poi
 
 
 def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequence[Resolved],
-                  window: Window | None = None) -> tuple[DataFrame, dict[str, str]]:
+                  window: Window | None = None, cutover: Cutover | None = None) -> tuple[DataFrame, dict[str, str]]:
     """Table ``name`` as a stream with its watermark (on processing time for a processing-time
-    ``window``) and ``filters`` applied; its event time is the column ``ts``."""
+    ``window``) and ``filters`` applied; its event time is the column ``ts``. A ``cutover`` skips
+    the files the take-over need not open, and the rows before its cutoff."""
     table = model.tables.get(name)
     if table is None:
         raise SQLModelError(f"table {name} is read but not declared with CREATE TABLE")
     mapping = {sql_key(source_column(table.name, c.name)): c.name for c in table.columns if c.computed is None}
     df = read_stream(spark, table)
+    files = cutover.files() if cutover is not None else None
+    if files is not None:
+        df = df.where(files)  # on the file source's own _metadata: Spark never opens those files
     if window is not None and window.time_kind == "proctime":
         df = with_processing_time(spark, df)
         time = PROCTIME
@@ -311,6 +323,8 @@ def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequ
         if not isinstance(rowtime, exp.Column):  # computed: the watermark is declared on a column
             df = df.withColumn(time, to_column(rowtime, mapping))
         df = df.withWatermark(time, f"{table.watermark_delay_ms} milliseconds")
+        if cutover is not None and cutover.cutoff_ms is not None:
+            df = df.where(F.col(time) >= F.timestamp_millis(F.lit(cutover.cutoff_ms)))
     for predicate in filters:
         df = df.where(_after_watermark(to_column(predicate.expr, mapping), time))
     return df.withColumn("ts", F.col(time)), mapping
@@ -372,8 +386,10 @@ def _window_columns(stage: Stage) -> tuple[list[Column], dict[str, str]]:
 
 
 def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
-              sink_types: Sequence[tuple[str, str]]) -> Callable[[DataFrame], DataFrame]:
-    """Closed windows of the stage → the query's rows: Top-N, SELECT list, the sink's types."""
+              sink_types: Sequence[tuple[str, str]], after_ms: int | None = None) -> Callable[[DataFrame], DataFrame]:
+    """Closed windows of the stage → the query's rows: Top-N, SELECT list, the sink's types. With
+    ``after_ms`` (a take-over's cutover watermark) only windows ending after it: the archived
+    version emitted the others."""
     # The columns are built once here, not per micro-batch: each is a round trip to the JVM, and a
     # batch rebuilding them all cost 60-190 ms (measured on the TUMBLE benchmark job).
     windows, mapping = _window_columns(stage)
@@ -390,8 +406,12 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
         spec = SparkWindow.partitionBy(*[to_column(k.expr, mapping) for k in topn.partition_keys]).orderBy(*order)
         top = F.row_number().over(spec), F.col("_rank") <= topn.limit
 
+    new_windows = F.col("window_end") > F.timestamp_millis(F.lit(after_ms)) if after_ms is not None else None
+
     def finalize(batch: DataFrame) -> DataFrame:
         pivot = batch.where(exists).select(*windows)
+        if new_windows is not None:
+            pivot = pivot.where(new_windows)
         if top is not None:
             pivot = pivot.withColumn("_rank", top[0]).where(top[1])
         return pivot.select(*result)

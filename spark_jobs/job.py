@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -17,6 +17,7 @@ from stategate.spark_jobs.connectors import BatchWriter, batch_writer
 from stategate.spark_jobs.guard import CheckpointGuard, query_dir
 from stategate.spark_jobs.late_rows import late_rows
 from stategate.spark_jobs.storage import HadoopStorage
+from stategate.spark_jobs.takeover import BOUNDED, FULL, REPLAY_POLICIES, Cutover, cutovers
 
 log = logging.getLogger("stategate.job")
 
@@ -28,6 +29,7 @@ _PROCESSING_TIME = re.compile(r"^processing-time=(.+)$")
 class RunResult:
     report: Report | None  # the change against the checkpoint's SQL; None on a fresh start
     queries: list[StreamingQuery]
+    cutovers: dict[str, Cutover] = field(default_factory=dict)  # a take-over's, by pipeline
 
 
 def trigger_options(trigger: str) -> dict:
@@ -50,17 +52,36 @@ def run(
     accept: Verdict = Verdict.PARTIAL,
     writers: Mapping[str, BatchWriter] | None = None,
     wait: bool = True,
+    take_over: str | None = None,
+    replay: str = BOUNDED,
 ) -> RunResult:
     """Start the job. ``writers`` replaces the sink of a pipeline (by name), for tests and tools; a
-    writer acts on its batch once, as every action runs the batch's stateful aggregation again."""
+    writer acts on its batch once, as every action runs the batch's stateful aggregation again.
+
+    ``take_over`` is the archived checkpoint of the version this one replaces after its state was
+    cleared (``fresh``): with ``replay`` bounded (the default) each pipeline re-reads only what its
+    open windows need and emits only windows the archived version did not
+    (:mod:`spark_jobs.takeover`); ``none`` skips all the archived version read; ``full`` reads all."""
     options = trigger_options(trigger)
     model = build(sql, source=source)
     checkpoint = str(checkpoint).rstrip("/")
-    guard = CheckpointGuard(checkpoint, sql, model, HadoopStorage(spark))
+    storage = HadoopStorage(spark)
+    if take_over is not None and not fresh:
+        raise ValueError("--take-over starts a new checkpoint: it needs --fresh")
+    if replay not in REPLAY_POLICIES:
+        raise ValueError(f"unknown replay policy {replay!r}: use {', '.join(REPLAY_POLICIES)}")
+    guard = CheckpointGuard(checkpoint, sql, model, storage)
     report, layout = guard.check(fresh=fresh, accept=accept)
     if report is not None:
         log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
-    compiled = [compile_pipeline(spark, model, p, layout, query_dir(checkpoint, p.name)) for p in model.pipelines]
+    taken = cutovers(storage, take_over, model, replay) if take_over is not None and replay != FULL else {}
+    for pipeline in model.pipelines:
+        if take_over is not None:
+            log.info("take-over: %s", taken[pipeline.name].describe() if pipeline.name in taken else
+                     f"{pipeline.name}: a full replay" + ("" if replay == FULL else
+                                                          " (the archived version did not run it)"))
+    compiled = [compile_pipeline(spark, model, p, layout, query_dir(checkpoint, p.name), taken.get(p.name))
+                for p in model.pipelines]
     batch_writers = [(writers or {}).get(p.pipeline.name) or _writer(p, source) for p in compiled]
     # Recorded before the first query starts: a job killed at any moment after Spark wrote its first
     # checkpoint file leaves a checkpoint whose SQL is known, so the restart can be checked.
@@ -79,7 +100,7 @@ def run(
             if query.isActive:
                 query.stop()
         raise
-    return RunResult(report, queries)
+    return RunResult(report, queries, taken)
 
 
 def _writer(pipeline: CompiledPipeline, source: str) -> BatchWriter:

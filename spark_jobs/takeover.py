@@ -1,0 +1,186 @@
+"""Taking over from an archived checkpoint: the new version reads again only what its open windows need.
+
+When a redeploy clears the state, the old version's checkpoint is archived, never written again. The
+new version starts with an empty checkpoint of its own and, per pipeline, reads from the archive:
+
+* the cutover watermark W: the watermark the old version's last committed batch ran with. Every
+  window ending at or before W was emitted by the old version; none ending after it was.
+* the files its source read, by the batch that first read them. After batch ``b`` Spark's watermark
+  is at least (the latest event time in ``b``) - delay, so no row of a file first read in ``b`` is
+  later than watermark(b + 1) + delay. A file whose bound is before ``W - span`` (the new version's
+  replay span, :mod:`analyzer.replay`) holds no row of a window the new version will emit: it is
+  never opened (Spark prunes files on ``_metadata.file_path``). Offset files Spark has pruned are
+  bounded by the next watermark it kept: watermarks only rise, so the bound only loosens.
+
+The new version then emits only windows ending after W, so the sink holds each window once across
+the redeploy, and drops rows older than ``W - span`` that a re-read file still holds. Files the old
+version never read are read as any new file is. Sources other than files (Kafka) and pipelines with
+more than one source (joins) cannot be bounded this way yet: they are refused by name, and the
+operator chooses a full replay.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+from pyspark.sql import Column
+from pyspark.sql import functions as F
+
+from stategate.analyzer.build import build
+from stategate.analyzer.layout import watermark_of_offset_log
+from stategate.analyzer.model import JobModel, Pipeline
+from stategate.analyzer.replay import replay_span
+from stategate.spark_jobs import RECORD_DIR
+from stategate.spark_jobs.guard import CheckpointRefused, query_dir
+from stategate.spark_jobs.storage import HadoopStorage
+
+#: The replay policies: re-read what open windows need, everything, or nothing the old version read.
+BOUNDED, FULL, NONE = "bounded", "full", "none"
+REPLAY_POLICIES = (BOUNDED, FULL, NONE)
+
+
+class TakeOverRefused(CheckpointRefused):
+    """A bounded take-over cannot be honoured; nothing was read or changed."""
+
+
+@dataclass(frozen=True)
+class Cutover:
+    """Where the old version of one pipeline stopped, and what the new version reads again.
+
+    :param watermark_ms: W, the watermark of the old version's last committed batch; None when the
+        pipeline's windows run on processing time (nothing to replay, nothing emitted twice)
+    :param cutoff_ms: ``W - span``: rows before it feed no window the new version emits
+    :param skipped: the old version's files the new version never opens, in both spellings Hadoop
+        gives a local path (``file:/x`` in ``_metadata``, ``file:///x`` in the source log)
+    :param replayed: how many of the old version's files are read again
+    :param read: how many files the old version read
+    """
+
+    pipeline: str
+    watermark_ms: int | None
+    cutoff_ms: int | None
+    skipped: frozenset[str]
+    replayed: int
+    read: int
+
+    def files(self) -> Column | None:
+        """The source filter: None when every file is read."""
+        return ~F.col("_metadata.file_path").isin(sorted(self.skipped)) if self.skipped else None
+
+    def describe(self) -> str:
+        if self.watermark_ms is None:
+            return (f"{self.pipeline}: processing-time windows, nothing replayed; {self.read - self.replayed} files "
+                    "the old version read are skipped and windows open at the cutover start empty")
+        if self.cutoff_ms is None:
+            return (f"{self.pipeline}: no replay (--replay none): skips the {self.read} files the old version read; "
+                    f"emits windows ending after the cutover watermark {self.watermark_ms} ms")
+        return (f"{self.pipeline}: cutover watermark {self.watermark_ms} ms; re-reads {self.replayed} of the "
+                f"{self.read} files the old version read (rows from {self.cutoff_ms} ms on), then the files it "
+                "never read; emits windows ending after the cutover watermark")
+
+
+def cutovers(storage: HadoopStorage, archived: str, model: JobModel, policy: str = BOUNDED) -> dict[str, Cutover]:
+    """The cutover of every pipeline of ``model`` that the archived version ran, by name. A pipeline
+    it did not run has none: it reads its sources from their startup mode."""
+    record = f"{archived.rstrip('/')}/{RECORD_DIR}/job.sql"
+    if not storage.exists(record):
+        raise TakeOverRefused(f"take-over: {record} is missing, so the archived checkpoint's SQL is unknown; "
+                              "nothing was read or changed. Choose --replay full")
+    old = build(storage.read_text(record), source=record)
+    found = {}
+    for pipeline in model.pipelines:
+        before = next((p for p in old.pipelines if p.name == pipeline.name), None)
+        if before is not None:
+            found[pipeline.name] = cutover(storage, archived, model, pipeline, _delay(old, before), policy)
+    return found
+
+
+def _delay(model: JobModel, pipeline: Pipeline) -> int:
+    """The watermark delay the pipeline's source ran with."""
+    if pipeline.aggregate is not None:
+        source = pipeline.aggregate.source_table
+    elif pipeline.topn is not None and pipeline.topn.rows is not None:
+        source = pipeline.topn.rows.source
+    else:
+        return 0
+    table = model.tables.get(source)
+    return (table.watermark_delay_ms or 0) if table is not None else 0
+
+
+def cutover(storage: HadoopStorage, archived: str, model: JobModel, pipeline: Pipeline, old_delay_ms: int,
+            policy: str = BOUNDED) -> Cutover:
+    """The cutover of ``pipeline`` from its query in the archived checkpoint ``archived`` (read only).
+    ``old_delay_ms`` is the watermark delay the old version ran with: it bounds its files."""
+    location = query_dir(archived, pipeline.name)
+    batches = _numbered(storage, f"{location}/commits")
+    if not batches:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: {location} has no committed batch; start with a full "
+                              "replay (--replay full)")
+    last = max(batches)
+    watermarks = {n: watermark_of_offset_log(storage.read_text(f"{location}/offsets/{n}"))
+                  for n in _numbered(storage, f"{location}/offsets") if n <= last}
+    if watermarks.get(last) is None:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: the offset log of batch {last} in {location} has no "
+                              "watermark; start with a full replay (--replay full)")
+    sources = storage.list(f"{location}/sources")
+    if len(sources) != 1:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: a bounded replay reads one source per pipeline, this "
+                              f"one read {len(sources)}; choose --replay full or --replay none")
+    files = _file_log(storage, sources[0], last, pipeline.name)
+    replay = replay_span(model, pipeline)
+    w = watermarks[last]
+    if replay.span_ms is None and "processing-time" in replay.note:
+        return Cutover(pipeline.name, None, None, _spellings(files), 0, len(files))
+    if policy == NONE:  # the operator's choice: nothing the old version read, no window twice
+        return Cutover(pipeline.name, w, None, _spellings(files), 0, len(files))
+    if replay.span_ms is None:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: {replay.note}; choose --replay full")
+    cutoff = w - replay.span_ms
+    kept = [n for n in sorted(watermarks) if n > 0]
+    skipped = []
+    for path, batch in files.items():
+        after = next((watermarks[n] for n in kept if n > batch), None)  # the next watermark Spark kept
+        if batch < last and after is not None and after + old_delay_ms < cutoff:
+            skipped.append(path)
+        elif not storage.exists(path):
+            raise TakeOverRefused(f"take-over of {pipeline.name}: {path}, which the replay must read again, is gone "
+                                  "(the source's retention is shorter than the replay span); nothing was changed. "
+                                  "Choose --replay none to skip what the old version read")
+    return Cutover(pipeline.name, w, cutoff, _spellings(skipped), len(files) - len(skipped), len(files))
+
+
+def _numbered(storage: HadoopStorage, folder: str) -> list[int]:
+    names = (p.rsplit("/", 1)[-1] for p in storage.list(folder))
+    return [int(name) for name in names if name.isdigit()]
+
+
+def _file_log(storage: HadoopStorage, folder: str, last: int, pipeline: str) -> dict[str, int]:
+    """Each file the source read in batches up to ``last``, and the batch that first read it (Spark's
+    file source log: one JSON line per file after ``v1``; ``<n>.compact`` files hold the earlier ones)."""
+    found: dict[str, int] = {}
+    for entry in storage.list(folder):
+        name = entry.rsplit("/", 1)[-1]
+        if not name.removesuffix(".compact").isdigit():
+            continue
+        lines = storage.read_text(entry).splitlines()
+        for line in lines[1:]:
+            try:
+                record = json.loads(line)
+                path, batch = record["path"], int(record["batchId"])
+            except (ValueError, KeyError, TypeError):
+                raise TakeOverRefused(f"take-over of {pipeline}: {entry} is not a file source's log (a Kafka "
+                                      "source cannot be bounded here yet); choose --replay full") from None
+            if batch <= last:
+                found[path] = min(batch, found.get(path, batch))
+    return found
+
+
+def _spellings(paths) -> frozenset[str]:
+    """Hadoop writes a local file ``file:///x`` in the source log and ``file:/x`` in ``_metadata``."""
+    spelled = set()
+    for path in paths:
+        spelled.add(path)
+        if path.startswith("file:///"):
+            spelled.add("file:/" + path[len("file:///"):])
+    return frozenset(spelled)

@@ -1,0 +1,116 @@
+"""A clear-state redeploy that takes over from the archived checkpoint: real Spark, real files.
+
+v1 runs over eight files (one per ten minutes of event time, read one per micro-batch), its
+checkpoint is archived, four more files arrive, and v2 (an INCOMPATIBLE change with the same window
+shape: the group key is computed differently) takes over. The sink's union across the redeploy must
+hold each window once, v2's rows must be those of an uninterrupted v2 run for every window after the
+seam, and v2 must read only the files its open windows need plus the new ones.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from stategate.spark_jobs.job import run
+from stategate.spark_jobs.takeover import TakeOverRefused
+
+KEYS = ("k0", "k1", "k2")
+FILES, NEW_FILES = 8, 4
+DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price BIGINT, item STRING, "
+       "WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', "
+       "'path' = '{path}', 'format' = 'csv', 'spark.maxFilesPerTrigger' = '1');\n"
+       "CREATE TABLE S (item STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), total BIGINT) "
+       "WITH ('connector' = 'print');\n")
+V1 = ("INSERT INTO S SELECT item, window_start, window_end, SUM(price) AS total FROM TABLE(TUMBLE(TABLE Bid, "
+      "DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)) GROUP BY item, window_start, window_end;")
+V2 = V1.replace("SELECT item,", "SELECT UPPER(item) AS item,").replace("GROUP BY item,", "GROUP BY UPPER(item),")
+
+
+def write_files(source: Path, first: int, count: int) -> None:
+    """Files of ten minutes each: every key bids once a minute, price = the minute."""
+    source.mkdir(exist_ok=True)
+    for index in range(first, first + count):
+        rows = [f"2026-01-01 {(index * 10 + m) // 60:02d}:{(index * 10 + m) % 60:02d}:00,{index * 10 + m},{key}"
+                for m in range(10) for key in KEYS]
+        path = source / f"bids-{index:03d}.csv"
+        path.write_text("\n".join(rows) + "\n")
+        os.utime(path, (1_700_000_000 + index, 1_700_000_000 + index))  # Spark reads files oldest first
+
+
+def run_collect(spark, sql: str, checkpoint: Path, **options) -> tuple[list[tuple], object]:
+    rows: list = []
+    result = run(spark, sql, checkpoint, writers={"S": lambda df, _: rows.extend(df.collect())}, **options)
+    return sorted((r["item"], str(r["window_start"]), r["total"]) for r in rows), result
+
+
+def input_rows(result) -> int:
+    return sum(p["numInputRows"] for q in result.queries for p in q.recentProgress)
+
+
+@pytest.fixture(scope="module")
+def redeploy(spark, tmp_path_factory):
+    """v1 over FILES files, archived; then NEW_FILES more arrive. Returns the paths and v1's rows
+    (once per module: a test that changes them works on a copy)."""
+    tmp_path = tmp_path_factory.mktemp("redeploy")
+    source, archive = tmp_path / "bids", tmp_path / "archive" / "checkpoint"
+    write_files(source, 0, FILES)
+    sql = DDL.format(path=source)
+    old_rows, _ = run_collect(spark, sql + V1, tmp_path / "checkpoint", fresh=True)
+    archive.parent.mkdir()
+    os.rename(tmp_path / "checkpoint", archive)  # what the gate's clear-state does, on a local root
+    write_files(source, FILES, NEW_FILES)
+    return sql, source, archive, old_rows
+
+
+def test_the_new_version_emits_each_window_once_and_as_an_uninterrupted_run_would(spark, tmp_path, redeploy):
+    sql, source, archive, old_rows = redeploy
+    new_rows, result = run_collect(spark, sql + V2, tmp_path / "v2", fresh=True, take_over=str(archive))
+    reference, full = run_collect(spark, sql + V2, tmp_path / "reference", fresh=True)
+
+    (cutover,) = result.cutovers.values()
+    seam = max(start for _, start, _ in old_rows)  # the last window v1 emitted starts here
+    assert all(start > seam for _, start, _ in new_rows), "no window emitted by both versions"
+    assert new_rows == [row for row in reference if row[1] > seam], "after the seam, as an uninterrupted v2"
+    union = [(item.lower(), start) for item, start, _ in old_rows + new_rows]
+    assert len(union) == len(set(union)), "one row per key and window across the redeploy"
+    assert {(item.lower(), start) for item, start, _ in reference} == set(union), "no window lost at the seam"
+
+    # Read: only the files the open windows need, then the new ones. v1's last committed batch is
+    # Spark's no-data batch after file 7, run with file 7's watermark: W = 01:19:00 - 1 s. TUMBLE
+    # 10 min + 1 s delay reaches back to 01:08:58; file 6's rows can be as late as its watermark +
+    # delay, 01:09:00: files 6 and 7 are read again, files 0 to 5 never opened.
+    assert (cutover.replayed, cutover.read) == (2, FILES)
+    rows_per_file = 10 * len(KEYS)
+    assert input_rows(result) == rows_per_file * (2 + NEW_FILES)
+    assert input_rows(full) == rows_per_file * (FILES + NEW_FILES)
+
+
+def test_replay_none_skips_everything_the_old_version_read(spark, tmp_path, redeploy):
+    sql, _, archive, old_rows = redeploy
+    new_rows, result = run_collect(spark, sql + V2, tmp_path / "v2", fresh=True, take_over=str(archive),
+                                   replay="none")
+    assert input_rows(result) == 10 * len(KEYS) * NEW_FILES
+    seam = max(start for _, start, _ in old_rows)
+    assert new_rows and all(start > seam for _, start, _ in new_rows)
+
+
+def test_a_take_over_that_cannot_be_honoured_is_refused_and_changes_nothing(spark, tmp_path, redeploy):
+    _, shared_source, shared_archive, _ = redeploy
+    source, archive = tmp_path / "bids", tmp_path / "archive"
+    shutil.copytree(shared_source, source)
+    shutil.copytree(shared_archive, archive)
+    sql = DDL.format(path=source)
+    before = sorted(p.name for p in archive.rglob("*"))
+    (source / "bids-007.csv").unlink()  # a file the replay needs: gone (a retention shorter than the span)
+    with pytest.raises(TakeOverRefused, match="bids-007.csv.*is gone"):
+        run(spark, sql + V2, tmp_path / "v2", fresh=True, take_over=str(archive), writers={"S": lambda df, _: None})
+    (archive / "_stategate" / "job.sql").unlink()
+    with pytest.raises(TakeOverRefused, match="SQL is unknown"):
+        run(spark, sql + V2, tmp_path / "v2", fresh=True, take_over=str(archive), writers={"S": lambda df, _: None})
+    assert sorted(p.name for p in archive.rglob("*")) == [n for n in before if n != "job.sql"]
+    with pytest.raises(ValueError, match="needs --fresh"):
+        run(spark, sql + V2, tmp_path / "v3", take_over=str(archive))

@@ -41,7 +41,7 @@ class Verdict(Enum):
             Verdict.FULL: "restart from the checkpoint; all state is reused",
             Verdict.PARTIAL: "restart from the checkpoint; added aggregates start from zero",
             Verdict.UNKNOWN: "cannot be decided from the SQL; a human must decide",
-            Verdict.INCOMPATIBLE: "the state cannot be reused; clear it and start fresh",
+            Verdict.INCOMPATIBLE: "the state cannot be reused; clear it (archived) and let the new version take over",
         }[self]
 
 
@@ -145,8 +145,8 @@ class Report:
         plan = self.aggregates
         if self.verdict is Verdict.INCOMPATIBLE and (plan.added or plan.dropped):
             # Every aggregate would read as both added and dropped: say what happens instead.
-            return ["all state is cleared (archived first): the job restarts from its sources and every "
-                    "aggregate starts from zero"]
+            return ["all state is cleared (archived first): every aggregate starts from zero, and the new "
+                    "version takes over, re-reading what its open windows need (below)"]
         lines = []
         for label, items in (("kept (continue from state)", plan.kept),
                              ("added (start from zero)", plan.added),

@@ -3,7 +3,8 @@
     run 1  v1 first deploy             → fresh start
     run 2  v2 adds MAX(price)          → PARTIAL: restart from the checkpoint; bids/total keep their
                                          history, top_bid starts from zero
-    run 3  v3 changes the window size  → INCOMPATIBLE: the checkpoint is archived, fresh start
+    run 3  v3 changes the window size  → INCOMPATIBLE: the checkpoint is archived; v3 takes over from
+                                         it, re-reading only the files its open windows need
     run 4  v3 again (scheduled run)    → FULL: the stream simply continues
 
 Before each run the next part of the bundled bid files "arrives". Everything is written under
@@ -139,6 +140,13 @@ def main() -> int:
         archive = root / "bids" / "archive"
         if states.get("clear_state") == "success":
             print(f"  checkpoint archived to {next(archive.iterdir())}")
+            for replay in (report or {}).get("replay", []):
+                print(f"  replay span of {replay['sink']}: {replay['span_seconds']:.0f} s ({replay['note']})")
+                print(f"  seam: {replay['seam']}")
+            taken = json.loads((root / "bids" / "checkpoint" / "_stategate" / "take-over.json").read_text())
+            for name, cut in taken["pipelines"].items():
+                print(f"  take-over of {name}: re-read {cut['replayed_files']} of the {cut['archived_files']} bid "
+                      f"files v2 had read, then the new ones (not every bid file since the first deploy)")
         if run.state != DagRunState.SUCCESS:
             print(f"the DAG run failed: {states}", file=sys.stderr)
             return 1

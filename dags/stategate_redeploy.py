@@ -3,7 +3,7 @@
 Every run picks up the job's current SQL file and lets the gate decide::
 
     gate ─► restart ─────────────────────────────────► submit_restart ─┐
-        ├─► clear ───────────► clear_state ─► submit_fresh ──────────────┼─► record
+        ├─► clear ───────────► clear_state ─► submit_fresh (take-over) ──┼─► record
         ├─► first_deploy ───────────────────► submit_fresh               │
         └─► approval ─► approved_restart ───► submit_restart ────────────┘
                      └► approved_clear ─────► clear_state
@@ -57,6 +57,9 @@ with DAG(
         "checkpoint_root": Param(os.environ.get("STATEGATE_CHECKPOINT_ROOT", ""), type="string"),
         "on_unknown": Param(os.environ.get("STATEGATE_ON_UNKNOWN", "approve"),
                             enum=["approve", "clear_state", "fail"]),
+        # After a clear-state, what the new version reads again: what its open windows need
+        # (bounded), everything (full), or nothing the old version read (none).
+        "replay": Param(os.environ.get("STATEGATE_REPLAY", "bounded"), enum=["bounded", "full", "none"]),
     },
     tags=["stategate", "spark"],
     # Rendered where spark-submit runs: the zip of the code the job's driver imports.
@@ -88,7 +91,12 @@ with DAG(
     submit_restart = SparkSubmitOperator(
         task_id="submit_restart",
         application_args=[*args, "--accept", xcom.pulled(xcom.VERDICT)], **submit)
-    submit_fresh = SparkSubmitOperator(task_id="submit_fresh", application_args=[*args, "--fresh"], **submit)
+    # After a clear-state the new version takes over from the archived checkpoint; on a first
+    # deploy nothing was archived and the argument is empty.
+    submit_fresh = SparkSubmitOperator(
+        task_id="submit_fresh", application_args=[
+            *args, "--fresh", "--take-over=" + xcom.pulled_or_empty(xcom.ARCHIVED, "clear_state"),
+            "--replay={{ params.replay }}"], **submit)
     record = RecordDeploymentOperator(task_id="record", trigger_rule=JOIN, **job)
     release_lock = ReleaseLockOperator(task_id="release_lock", **job).as_teardown(setups=gate)
 

@@ -17,6 +17,9 @@ STAGED_SQL = "staged_sql"
 CHECKPOINT = "checkpoint"
 #: What the record task stores once the job runs: the SQL, its verdict, its state layout.
 DEPLOYMENT = "deployment"
+#: The archived checkpoint a clear-state moved away, as spark-submit should name it: the new
+#: version takes over from it (``run --take-over``).
+ARCHIVED = "archived"
 
 #: The task id the gate has unless a DAG names it otherwise.
 GATE_TASK_ID = "gate"
@@ -25,3 +28,9 @@ GATE_TASK_ID = "gate"
 def pulled(key: str, gate_task_id: str = GATE_TASK_ID) -> str:
     """A template rendering the gate's XCom ``key``, for a templated field of a later task."""
     return "{{ ti.xcom_pull(task_ids='%s', key='%s') }}" % (gate_task_id, key)
+
+
+def pulled_or_empty(key: str, task_id: str) -> str:
+    """A template rendering ``task_id``'s XCom ``key``, or nothing when that task pushed none (it
+    was skipped, or had nothing to push)."""
+    return "{{ ti.xcom_pull(task_ids='%s', key='%s') or '' }}" % (task_id, key)

@@ -34,7 +34,8 @@ def _parser() -> argparse.ArgumentParser:
                           "the state is reusable. INCOMPATIBLE always refuses")
     run.add_argument("--take-over", metavar="ARCHIVED_CHECKPOINT",
                      help="with --fresh: take over from the archived checkpoint of the version this one replaces "
-                          "(re-read only what open windows need, emit only windows it did not)")
+                          "(re-read only what open windows need, emit only windows it did not); empty: none "
+                          "(a DAG passes --take-over= when nothing was archived)")
     run.add_argument("--replay", choices=("bounded", "full", "none"), default="bounded",
                      help="with --take-over: what to read again (default bounded: what open windows need)")
     run.add_argument("--master", help="Spark master when run without spark-submit (default local[2])")
@@ -59,6 +60,7 @@ def read_sql(spark, location: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    args.take_over = args.take_over or None
     if args.take_over and not args.fresh:
         parser.error("--take-over starts a new checkpoint: add --fresh")
     logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -18,6 +19,7 @@ from stategate.spark_jobs.guard import CheckpointGuard, query_dir
 from stategate.spark_jobs.late_rows import late_rows
 from stategate.spark_jobs.storage import HadoopStorage
 from stategate.spark_jobs.takeover import BOUNDED, FULL, REPLAY_POLICIES, Cutover, cutovers
+from stategate.spark_jobs.takeover import RECORD as TAKE_OVER_RECORD
 
 log = logging.getLogger("stategate.job")
 
@@ -86,6 +88,10 @@ def run(
     # Recorded before the first query starts: a job killed at any moment after Spark wrote its first
     # checkpoint file leaves a checkpoint whose SQL is known, so the restart can be checked.
     guard.record(layout)
+    if take_over is not None:  # what this checkpoint took over from, for the operator (and the demo)
+        storage.write_text(f"{guard.record_dir}/{TAKE_OVER_RECORD}", json.dumps({
+            "archived": take_over, "replay": replay,
+            "pipelines": {name: cutover.to_dict() for name, cutover in taken.items()}}, indent=2))
     queries = []
     listener = late_rows(spark)
     try:

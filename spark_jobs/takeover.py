@@ -35,6 +35,8 @@ from stategate.spark_jobs import RECORD_DIR
 from stategate.spark_jobs.guard import CheckpointRefused, query_dir
 from stategate.spark_jobs.storage import HadoopStorage
 
+#: The record of a take-over beside the new checkpoint's state (``_stategate/take-over.json``).
+RECORD = "take-over.json"
 #: The replay policies: re-read what open windows need, everything, or nothing the old version read.
 BOUNDED, FULL, NONE = "bounded", "full", "none"
 REPLAY_POLICIES = (BOUNDED, FULL, NONE)
@@ -63,6 +65,10 @@ class Cutover:
     skipped: frozenset[str]
     replayed: int
     read: int
+
+    def to_dict(self) -> dict[str, int | None]:
+        return {"watermark_ms": self.watermark_ms, "cutoff_ms": self.cutoff_ms, "replayed_files": self.replayed,
+                "archived_files": self.read}
 
     def files(self) -> Column | None:
         """The source filter: None when every file is read."""

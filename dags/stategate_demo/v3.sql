@@ -1,4 +1,4 @@
--- v3: 15-minute windows (INCOMPATIBLE: the state is archived and the job starts fresh).
+-- v3: 15-minute windows (INCOMPATIBLE: the state is archived; v3 takes over from it, re-reading only what its open windows need).
 CREATE TABLE Bid (
   bidtime TIMESTAMP(3),
   price DECIMAL(10, 2),

@@ -6,6 +6,7 @@ from typing import Any, Sequence
 
 from airflow.sdk.exceptions import AirflowFailException
 
+from stategate.provider import xcom
 from stategate.provider.hooks.deployment import StateGateError
 from stategate.provider.operators.base import JobRootOperator
 
@@ -14,7 +15,8 @@ class ClearStateOperator(JobRootOperator):
     """Move the job's checkpoint to ``<root>/<job>/archive/<timestamp>/``.
 
     An atomic rename where the filesystem allows it; elsewhere copy, verify, then delete. Paths
-    outside the job root, ``..`` and symbolic links are refused. Returns the archive location.
+    outside the job root, ``..`` and symbolic links are refused. Returns the archive location, and
+    pushes it as Spark names it (XCom ``archived``): the new version takes over from it.
 
     :param job_name: the job, a directory under ``root``
     :param root: root of the deployment roots (templated)
@@ -40,6 +42,7 @@ class ClearStateOperator(JobRootOperator):
             return None
         self.log.info("archived the state of %s: moved %s/%s to %s", self.job_name, hook.job.state_home,
                       self.state_path, archived)
+        context["ti"].xcom_push(key=xcom.ARCHIVED, value=hook.job.spark_uri(archived))
         return str(archived)
 
 

@@ -63,7 +63,7 @@ def test_an_incompatible_verdict_is_mailed_with_its_report(airflow_home, smtp_se
     assert f"run <code>{run.run_id}</code>" in html and "DAG <code>alert_cases</code>" in html
     assert "<td>INCOMPATIBLE</td><td><code>window-tvf.window.size</code></td>" in html.replace("\n", "")
     assert "all state is cleared (archived first)" in html
-    assert "the state cannot be reused; clear it and start fresh" in html
+    assert "the state cannot be reused; clear it (archived) and let the new version take over" in html
 
 
 def test_a_compatible_change_sends_nothing(airflow_home, smtp_server: Path, tmp_path: Path) -> None:

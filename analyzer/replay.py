@@ -12,6 +12,11 @@ the user sets (``SET 'stategate.replay.session-cap'``, default :data:`DEFAULT_SE
 session open longer than the cap loses its earliest rows, and the report says so. A processing-time
 window cannot be replayed at all (its time is the wall clock's): its windows open at the cutover
 start empty.
+
+A take-over continues the old version only where both versions mean the same tables: a sink whose
+connector or location changed holds none of the old version's rows, so every window is written to
+it from a full replay; a source whose location changed was never read by the old version, so it is
+read from its startup mode, and the seam still holds at the sink.
 """
 
 from __future__ import annotations
@@ -29,6 +34,11 @@ SESSION_CAP = "stategate.replay.session-cap"
 DEFAULT_SESSION_CAP_MS = 3_600_000
 #: Flink's allowed lateness of the legacy group window operator.
 ALLOW_LATENESS = "table.exec.emit.allow-lateness"
+#: What a processing-time window's replay says (and how it is recognised).
+PROCESSING_TIME = "processing-time windows cannot be replayed: windows open at the cutover start empty"
+#: The options that say where a table's rows are: two versions with the same values read (or write)
+#: the same rows. Format and reader options (``format``, ``spark.maxFilesPerTrigger``) do not.
+LOCATION_OPTIONS = ("connector", "path", "topic", "topic-pattern", "properties.bootstrap.servers")
 
 
 @dataclass(frozen=True)
@@ -40,12 +50,14 @@ class Replay:
         its state (processing time, no window)
     :param note: what the span is made of, and what it cannot rebuild
     :param seam: which windows the new version emits, and how they meet the old version's
+    :param processing_time: its windows run on the wall clock's time: nothing can be replayed into them
     """
 
     sink: str
     span_ms: int | None
     note: str
     seam: str = ""
+    processing_time: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return {"sink": self.sink, "span_seconds": None if self.span_ms is None else self.span_ms / 1000,
@@ -58,8 +70,7 @@ class Replay:
 
 def replays(old: JobModel | None, new: JobModel) -> tuple[Replay, ...]:
     """The replay of each pipeline of ``new``; with ``old``, also the rule at the seam."""
-    earlier = {p.name: p for p in old.pipelines} if old is not None else {}
-    return tuple(_replay(new, pipeline, earlier.get(pipeline.name)) for pipeline in new.pipelines)
+    return tuple(_replay(new, pipeline, old) for pipeline in new.pipelines)
 
 
 def replay_span(model: JobModel, pipeline: Pipeline) -> Replay:
@@ -67,12 +78,49 @@ def replay_span(model: JobModel, pipeline: Pipeline) -> Replay:
     return _replay(model, pipeline, None)
 
 
-def _replay(model: JobModel, pipeline: Pipeline, old: Pipeline | None) -> Replay:
+def source_of(pipeline: Pipeline) -> str | None:
+    """The one table a pipeline reads; None for a join (several) or a pipeline without a window."""
+    if pipeline.join is None and pipeline.aggregate is not None:
+        return pipeline.aggregate.source_table
+    if pipeline.join is None and pipeline.topn is not None and pipeline.topn.rows is not None:
+        return pipeline.topn.rows.source
+    return None
+
+
+def same_table(old: JobModel, new: JobModel, name: str | None) -> bool:
+    """Whether ``name`` in both versions is the same rows: at the same location, or declared in
+    neither (the name is all either version says)."""
+    if name is None:
+        return False
+    before, after = old.tables.get(name), new.tables.get(name)
+    if before is None or after is None:
+        return before is after
+    return all(_option(before.options, key) == _option(after.options, key) for key in LOCATION_OPTIONS)
+
+
+def continued(old: JobModel, new: JobModel, pipeline: Pipeline) -> Pipeline | None:
+    """The old version's pipeline that ``pipeline`` continues: the same sink, written where the old
+    one wrote it. None when the old version wrote none of its rows (a full replay fills it)."""
+    before = next((p for p in old.pipelines if p.name == pipeline.name), None)
+    if before is None or (pipeline.sink is not None and not same_table(old, new, pipeline.sink)):
+        return None
+    return before
+
+
+def _option(options, key: str) -> str | None:
+    value = options.get(key)
+    return value.rstrip("/") if key == "path" and value else value
+
+
+def _replay(model: JobModel, pipeline: Pipeline, old: JobModel | None) -> Replay:
     parts: list[str] = []
     span = _pipeline_span(model, pipeline, parts)
+    if old is not None and continued(old, model, pipeline) is None:
+        return Replay(pipeline.name, None, "; ".join(parts), "the old version wrote none of this sink's rows (a new "
+                      "pipeline, or its sink's connector or location changed): a full replay writes every window")
     if span is None:
-        return Replay(pipeline.name, None, "; ".join(parts))
-    return Replay(pipeline.name, span, "; ".join(parts), _seam(pipeline, old))
+        return Replay(pipeline.name, None, "; ".join(parts), processing_time=PROCESSING_TIME in parts)
+    return Replay(pipeline.name, span, "; ".join(parts), _seam(model, pipeline, old))
 
 
 def _pipeline_span(model: JobModel, pipeline: Pipeline, parts: list[str]) -> int | None:
@@ -112,7 +160,7 @@ def _chain_span(model: JobModel, aggregate: WindowAggregate, parts: list[str]) -
 
 def _window_span(model: JobModel, window: Window, parts: list[str]) -> int | None:
     if window.time_kind == "proctime":
-        parts.append("processing-time windows cannot be replayed: windows open at the cutover start empty")
+        parts.append(PROCESSING_TIME)
         return None
     if isinstance(window.shape, Session):
         cap = _setting_ms(model, SESSION_CAP, DEFAULT_SESSION_CAP_MS)
@@ -145,16 +193,23 @@ def _setting_ms(model: JobModel, key: str, default: int) -> int:
         raise SQLModelError(f"SET '{key}': {error.message}", source=model.source) from None
 
 
-def _seam(new: Pipeline, old: Pipeline | None) -> str:
+def _seam(model: JobModel, new: Pipeline, old_model: JobModel | None) -> str:
     """Which windows the new version emits after a clear-state redeploy, and how they meet the old
     version's: windows ending after the cutover watermark W are the new version's alone."""
     rule = "the new version emits only windows ending after the cutover watermark W"
+    old = continued(old_model, model, new) if old_model is not None else None
     if old is None:
         return rule
     if _windows(old) == _windows(new):
-        return rule + ": the window shape is unchanged, so the sink holds one row per key and window"
-    return rule + ("; the window shape changed, so new windows that start before W also count rows "
-                   "the old version counted in its windows")
+        rule += ": the window shape is unchanged, so the sink holds one row per key and window"
+    else:
+        rule += ("; the window shape changed, so new windows that start before W also count rows "
+                 "the old version counted in its windows")
+    source = source_of(new)
+    if source is not None and (source_of(old) != source or not same_table(old_model, model, source)):
+        rule += (f"; its source {source} is not what the old version read (another table, connector or location): "
+                 "it is read from its startup mode")
+    return rule
 
 
 def _windows(pipeline: Pipeline) -> tuple:

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import logging
 import re
 from dataclasses import dataclass, field
@@ -18,8 +17,8 @@ from stategate.spark_jobs.connectors import BatchWriter, batch_writer
 from stategate.spark_jobs.guard import CheckpointGuard, query_dir
 from stategate.spark_jobs.late_rows import late_rows
 from stategate.spark_jobs.storage import HadoopStorage
-from stategate.spark_jobs.takeover import BOUNDED, FULL, REPLAY_POLICIES, Cutover, cutovers
-from stategate.spark_jobs.takeover import RECORD as TAKE_OVER_RECORD
+from stategate.spark_jobs import takeover
+from stategate.spark_jobs.takeover import BOUNDED, FULL, REPLAY_POLICIES, Cutover
 
 log = logging.getLogger("stategate.job")
 
@@ -73,25 +72,28 @@ def run(
     if replay not in REPLAY_POLICIES:
         raise ValueError(f"unknown replay policy {replay!r}: use {', '.join(REPLAY_POLICIES)}")
     guard = CheckpointGuard(checkpoint, sql, model, storage)
+    taken_from, taken = takeover.recorded(storage, checkpoint)
+    if take_over is not None and take_over == taken_from and guard.holds_state():
+        fresh, take_over = False, None  # the same take-over again (a retried task): resume it
+    elif fresh:
+        taken = {}  # a fresh start applies only the take-over it is given, never a stale record
     report, layout = guard.check(fresh=fresh, accept=accept)
     if report is not None:
         log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
-    taken = cutovers(storage, take_over, model, replay) if take_over is not None and replay != FULL else {}
-    for pipeline in model.pipelines:
-        if take_over is not None:
+    if take_over is not None:
+        taken = takeover.cutovers(storage, take_over, model, replay) if replay != FULL else {}
+        for pipeline in model.pipelines:
             log.info("take-over: %s", taken[pipeline.name].describe() if pipeline.name in taken else
                      f"{pipeline.name}: a full replay" + ("" if replay == FULL else
-                                                          " (the archived version did not run it)"))
+                                                          " (the archived version wrote none of its sink's rows)"))
     compiled = [compile_pipeline(spark, model, p, layout, query_dir(checkpoint, p.name), taken.get(p.name))
                 for p in model.pipelines]
     batch_writers = [(writers or {}).get(p.pipeline.name) or _writer(p, source) for p in compiled]
     # Recorded before the first query starts: a job killed at any moment after Spark wrote its first
     # checkpoint file leaves a checkpoint whose SQL is known, so the restart can be checked.
     guard.record(layout)
-    if take_over is not None:  # what this checkpoint took over from, for the operator (and the demo)
-        storage.write_text(f"{guard.record_dir}/{TAKE_OVER_RECORD}", json.dumps({
-            "archived": take_over, "replay": replay,
-            "pipelines": {name: cutover.to_dict() for name, cutover in taken.items()}}, indent=2))
+    if take_over is not None:
+        takeover.record(storage, checkpoint, take_over, replay, taken)
     queries = []
     listener = late_rows(spark)
     try:

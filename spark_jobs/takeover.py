@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import Column
 from pyspark.sql import functions as F
@@ -30,7 +31,7 @@ from pyspark.sql import functions as F
 from stategate.analyzer.build import build
 from stategate.analyzer.layout import watermark_of_offset_log
 from stategate.analyzer.model import JobModel, Pipeline
-from stategate.analyzer.replay import replay_span
+from stategate.analyzer.replay import continued, replay_span, same_table, source_of
 from stategate.spark_jobs import RECORD_DIR
 from stategate.spark_jobs.guard import CheckpointRefused, query_dir
 from stategate.spark_jobs.storage import HadoopStorage
@@ -57,6 +58,8 @@ class Cutover:
         gives a local path (``file:/x`` in ``_metadata``, ``file:///x`` in the source log)
     :param replayed: how many of the old version's files are read again
     :param read: how many files the old version read
+    :param new_source: the old version never read the pipeline's source (another table, connector or
+        location): it is read from its startup mode
     """
 
     pipeline: str
@@ -65,16 +68,28 @@ class Cutover:
     skipped: frozenset[str]
     replayed: int
     read: int
+    new_source: bool = False
 
-    def to_dict(self) -> dict[str, int | None]:
+    def to_dict(self) -> dict[str, Any]:
         return {"watermark_ms": self.watermark_ms, "cutoff_ms": self.cutoff_ms, "replayed_files": self.replayed,
-                "archived_files": self.read}
+                "archived_files": self.read, "skipped": sorted(self.skipped), "new_source": self.new_source}
+
+    @classmethod
+    def from_dict(cls, pipeline: str, data: dict[str, Any]) -> Cutover:
+        return cls(pipeline, data["watermark_ms"], data["cutoff_ms"], frozenset(data["skipped"]),
+                   data["replayed_files"], data["archived_files"], data["new_source"])
 
     def files(self) -> Column | None:
         """The source filter: None when every file is read."""
         return ~F.col("_metadata.file_path").isin(sorted(self.skipped)) if self.skipped else None
 
     def describe(self) -> str:
+        if self.new_source:
+            rows = "" if self.cutoff_ms is None else f" (rows from {self.cutoff_ms} ms on)"
+            seam = ("" if self.watermark_ms is None else
+                    f"; emits windows ending after the cutover watermark {self.watermark_ms} ms")
+            return (f"{self.pipeline}: its source is not what the old version read, so it is read from its "
+                    f"startup mode{rows}{seam}")
         if self.watermark_ms is None:
             return (f"{self.pipeline}: processing-time windows, nothing replayed; {self.read - self.replayed} files "
                     "the old version read are skipped and windows open at the cutover start empty")
@@ -86,9 +101,28 @@ class Cutover:
                 "never read; emits windows ending after the cutover watermark")
 
 
+def record(storage: HadoopStorage, checkpoint: str, archived: str, policy: str, taken: dict[str, Cutover]) -> None:
+    """Keep the take-over beside the new state, before its first batch: every later start of this
+    checkpoint (a restart after a crash, a retried task) applies the same cutover, so it never
+    emits a window the archived version emitted, nor reads what the take-over skipped."""
+    storage.write_text(f"{checkpoint}/{RECORD_DIR}/{RECORD}", json.dumps({
+        "archived": archived, "replay": policy,
+        "pipelines": {name: cutover.to_dict() for name, cutover in taken.items()}}, indent=2))
+
+
+def recorded(storage: HadoopStorage, checkpoint: str) -> tuple[str | None, dict[str, Cutover]]:
+    """The archive this checkpoint took over from and its cutovers; (None, {}) if it took over from none."""
+    path = f"{checkpoint}/{RECORD_DIR}/{RECORD}"
+    if not storage.exists(path):
+        return None, {}
+    data = json.loads(storage.read_text(path))
+    return data["archived"], {name: Cutover.from_dict(name, cut) for name, cut in data["pipelines"].items()}
+
+
 def cutovers(storage: HadoopStorage, archived: str, model: JobModel, policy: str = BOUNDED) -> dict[str, Cutover]:
-    """The cutover of every pipeline of ``model`` that the archived version ran, by name. A pipeline
-    it did not run has none: it reads its sources from their startup mode."""
+    """The cutover of every pipeline of ``model`` that continues one the archived version ran (the
+    same sink at the same location, :func:`analyzer.replay.continued`), by name. Any other pipeline
+    has none: the old version wrote none of its rows, so it reads its sources from their startup mode."""
     record = f"{archived.rstrip('/')}/{RECORD_DIR}/job.sql"
     if not storage.exists(record):
         raise TakeOverRefused(f"take-over: {record} is missing, so the archived checkpoint's SQL is unknown; "
@@ -96,28 +130,27 @@ def cutovers(storage: HadoopStorage, archived: str, model: JobModel, policy: str
     old = build(storage.read_text(record), source=record)
     found = {}
     for pipeline in model.pipelines:
-        before = next((p for p in old.pipelines if p.name == pipeline.name), None)
-        if before is not None:
-            found[pipeline.name] = cutover(storage, archived, model, pipeline, _delay(old, before), policy)
+        before = continued(old, model, pipeline)
+        if before is None:
+            continue
+        source = source_of(pipeline)
+        same_source = source is not None and source_of(before) == source and same_table(old, model, source)
+        found[pipeline.name] = cutover(storage, archived, model, pipeline, _delay(old, before), policy, same_source)
     return found
 
 
 def _delay(model: JobModel, pipeline: Pipeline) -> int:
     """The watermark delay the pipeline's source ran with."""
-    if pipeline.aggregate is not None:
-        source = pipeline.aggregate.source_table
-    elif pipeline.topn is not None and pipeline.topn.rows is not None:
-        source = pipeline.topn.rows.source
-    else:
-        return 0
-    table = model.tables.get(source)
+    table = model.tables.get(source_of(pipeline) or "")
     return (table.watermark_delay_ms or 0) if table is not None else 0
 
 
 def cutover(storage: HadoopStorage, archived: str, model: JobModel, pipeline: Pipeline, old_delay_ms: int,
-            policy: str = BOUNDED) -> Cutover:
+            policy: str = BOUNDED, same_source: bool = True) -> Cutover:
     """The cutover of ``pipeline`` from its query in the archived checkpoint ``archived`` (read only).
-    ``old_delay_ms`` is the watermark delay the old version ran with: it bounds its files."""
+    ``old_delay_ms`` is the watermark delay the old version ran with: it bounds its files. Without
+    ``same_source`` the old version never read the pipeline's source: it is read from its startup
+    mode, and only the seam (windows ending after W) is taken over."""
     location = query_dir(archived, pipeline.name)
     batches = _numbered(storage, f"{location}/commits")
     if not batches:
@@ -129,14 +162,17 @@ def cutover(storage: HadoopStorage, archived: str, model: JobModel, pipeline: Pi
     if watermarks.get(last) is None:
         raise TakeOverRefused(f"take-over of {pipeline.name}: the offset log of batch {last} in {location} has no "
                               "watermark; start with a full replay (--replay full)")
+    replay = replay_span(model, pipeline)
+    w = None if replay.processing_time else watermarks[last]
+    if not same_source:
+        cutoff = None if w is None or replay.span_ms is None else w - replay.span_ms
+        return Cutover(pipeline.name, w, cutoff, frozenset(), 0, 0, new_source=True)
     sources = storage.list(f"{location}/sources")
     if len(sources) != 1:
         raise TakeOverRefused(f"take-over of {pipeline.name}: a bounded replay reads one source per pipeline, this "
                               f"one read {len(sources)}; choose --replay full or --replay none")
     files = _file_log(storage, sources[0], last, pipeline.name)
-    replay = replay_span(model, pipeline)
-    w = watermarks[last]
-    if replay.span_ms is None and "processing-time" in replay.note:
+    if w is None:
         return Cutover(pipeline.name, None, None, _spellings(files), 0, len(files))
     if policy == NONE:  # the operator's choice: nothing the old version read, no window twice
         return Cutover(pipeline.name, w, None, _spellings(files), 0, len(files))

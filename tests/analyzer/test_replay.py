@@ -76,3 +76,20 @@ def test_the_report_carries_the_replay_and_the_seam_in_text_json_and_markdown() 
     assert "If the state is cleared" in report.to_markdown()
     moved = json.loads(compare(old, resized).to_json())["replay"][0]
     assert moved["span_seconds"] == 910 and "the window shape changed" in moved["seam"]
+
+
+def test_a_sink_or_source_elsewhere_is_not_taken_over() -> None:
+    """The seam holds only where the old version wrote: a sink whose location changed is filled by a
+    full replay; a source read elsewhere is read from its startup mode and the report says so."""
+    sink = "CREATE TABLE S (item STRING, total DOUBLE) WITH ('connector' = 'filesystem', 'path' = '{}', 'format' = 'csv');\n"
+    old = DDL.format(delay=0) + sink.format("out") + QUERY.format(
+        window="TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)")
+    changed = old.replace("GROUP BY item", "GROUP BY item, price")
+    assert "one row per key and window" in compare(old, changed).replay[0].seam
+    assert "one row per key and window" in compare(old, changed.replace("'out'", "'out/'")).replay[0].seam
+    moved = compare(old, changed.replace("'out'", "'out_v2'")).replay[0]
+    assert moved.span_ms is None and "a full replay writes every window" in moved.seam
+    elsewhere = compare(old, changed.replace("'bids'", "'bids_v2'")).replay[0]
+    assert elsewhere.span_ms == 600_000 and "not what the old version read" in elsewhere.seam
+    assert "startup mode" in compare(old, changed.replace("'filesystem', 'path' = 'bids'",
+                                                          "'filesystem', 'path' = 'other'")).replay[0].seam

@@ -108,10 +108,13 @@ def missing_and_extra(expected: dict[str, Counter], actual: dict[str, Counter]) 
 
 @dataclass
 class CrashingJob:
-    """One job root (input, checkpoint, sinks), started and killed as a process group."""
+    """One job root (input, checkpoint, sinks), started and killed as a process group. ``sql`` replaces
+    the three-pipeline script; ``arguments`` are added to every start (a retried task's command)."""
 
     root: Path
     log: list[str] = field(default_factory=list)
+    sql: str = ""
+    arguments: tuple[str, ...] = ()
 
     @property
     def checkpoint(self) -> Path:
@@ -121,7 +124,7 @@ class CrashingJob:
     def script(self) -> Path:
         path = self.root / "job.sql"
         if not path.exists():
-            path.write_text(job_script(self.root))
+            path.write_text(self.sql or job_script(self.root))
         return path
 
     def committed(self) -> int:
@@ -135,7 +138,7 @@ class CrashingJob:
             env.update(STATEGATE_PAUSE_AT=pause_at, STATEGATE_PAUSE_FILE=str(self.pause_file))
             self.pause_file.unlink(missing_ok=True)
         command = [sys.executable, "-m", "stategate.spark_jobs", "run", "--sql", str(self.script),
-                   "--checkpoint", str(self.checkpoint), "--master", "local[2]"]
+                   "--checkpoint", str(self.checkpoint), "--master", "local[2]", *self.arguments]
         with (self.root / "job.log").open("ab") as output:
             return subprocess.Popen(command, cwd=REPO, env=env, stdout=output, stderr=subprocess.STDOUT,
                                     start_new_session=True)

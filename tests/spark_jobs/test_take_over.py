@@ -9,14 +9,19 @@ seam, and v2 must read only the files its open windows need plus the new ones.
 
 from __future__ import annotations
 
+import csv
 import os
 import shutil
+from collections import Counter
 from pathlib import Path
 
 import pytest
 
+from stategate.analyzer.build import build
 from stategate.spark_jobs.job import run
-from stategate.spark_jobs.takeover import TakeOverRefused
+from stategate.spark_jobs.storage import HadoopStorage
+from stategate.spark_jobs.takeover import TakeOverRefused, cutovers
+from tests.spark_jobs.crashes import CrashingJob
 
 KEYS = ("k0", "k1", "k2")
 FILES, NEW_FILES = 8, 4
@@ -99,18 +104,67 @@ def test_replay_none_skips_everything_the_old_version_read(spark, tmp_path, rede
 
 
 def test_a_take_over_that_cannot_be_honoured_is_refused_and_changes_nothing(spark, tmp_path, redeploy):
-    _, shared_source, shared_archive, _ = redeploy
-    source, archive = tmp_path / "bids", tmp_path / "archive"
-    shutil.copytree(shared_source, source)
+    sql, source, shared_archive, _ = redeploy
+    archive = tmp_path / "archive"
     shutil.copytree(shared_archive, archive)
-    sql = DDL.format(path=source)
     before = sorted(p.name for p in archive.rglob("*"))
-    (source / "bids-007.csv").unlink()  # a file the replay needs: gone (a retention shorter than the span)
-    with pytest.raises(TakeOverRefused, match="bids-007.csv.*is gone"):
-        run(spark, sql + V2, tmp_path / "v2", fresh=True, take_over=str(archive), writers={"S": lambda df, _: None})
+    needed, aside = source / "bids-007.csv", tmp_path / "bids-007.csv"
+    os.rename(needed, aside)  # a file the replay needs: gone (a retention shorter than the span)
+    try:
+        with pytest.raises(TakeOverRefused, match="bids-007.csv.*is gone"):
+            run(spark, sql + V2, tmp_path / "v2", fresh=True, take_over=str(archive))
+    finally:
+        os.rename(aside, needed)
     (archive / "_stategate" / "job.sql").unlink()
     with pytest.raises(TakeOverRefused, match="SQL is unknown"):
-        run(spark, sql + V2, tmp_path / "v2", fresh=True, take_over=str(archive), writers={"S": lambda df, _: None})
+        run(spark, sql + V2, tmp_path / "v2", fresh=True, take_over=str(archive))
     assert sorted(p.name for p in archive.rglob("*")) == [n for n in before if n != "job.sql"]
+    assert not (tmp_path / "v2").exists(), "a refused take-over leaves no checkpoint behind"
     with pytest.raises(ValueError, match="needs --fresh"):
         run(spark, sql + V2, tmp_path / "v3", take_over=str(archive))
+
+
+def test_only_the_same_sink_and_source_are_taken_over(spark, tmp_path, redeploy):
+    """A sink written elsewhere holds none of the old version's rows: no cutover (a full replay fills
+    it). A source read elsewhere was never read by the old version: it starts from its startup mode,
+    and only the seam is taken over."""
+    sql, source, archive, _ = redeploy
+    storage = HadoopStorage(spark)
+    moved_sink = build(sql.replace("'connector' = 'print'", f"'connector' = 'filesystem', 'path' = '{tmp_path}'")
+                       + V2)
+    assert cutovers(storage, str(archive), moved_sink) == {}
+    elsewhere = tmp_path / "elsewhere"
+    shutil.copytree(source, elsewhere)
+    (cut,) = cutovers(storage, str(archive), build(sql.replace(str(source), str(elsewhere)) + V2)).values()
+    (same,) = cutovers(storage, str(archive), build(sql + V2)).values()
+    assert cut.new_source and not same.new_source
+    assert (cut.watermark_ms, cut.cutoff_ms) == (same.watermark_ms, same.cutoff_ms), "the same seam"
+    assert cut.files() is None and same.files() is not None, "every file of the new source is read"
+
+
+def test_a_take_over_killed_mid_write_is_retried_into_the_same_rows(tmp_path, redeploy):
+    """Killed with its first batch's file in place but not committed, the take-over is retried with
+    the same command (as Airflow retries the task): it resumes its own checkpoint with the cutover
+    it recorded, and its sink ends with exactly the rows of an uninterrupted take-over."""
+    sql, _, archive, _ = redeploy
+
+    def job(name: str) -> CrashingJob:
+        root = tmp_path / name
+        root.mkdir()
+        script = (sql + V2).replace("WITH ('connector' = 'print')",
+                                    f"WITH ('connector' = 'filesystem', 'path' = '{root}/out/S', 'format' = 'csv')")
+        return CrashingJob(root, sql=script, arguments=("--fresh", "--take-over", str(archive)))
+
+    def rows(crashing: CrashingJob) -> Counter:
+        found: Counter = Counter()
+        for part in (crashing.root / "out" / "S").glob("part-*.csv"):
+            with part.open(newline="") as handle:
+                found.update(tuple(row) for row in csv.reader(handle))
+        return found
+
+    clean = job("clean")
+    clean.finish()
+    crashed = job("crashed")
+    assert crashed.kill_at("sink.placed:1") is not None, "killed between placing a file and the commit"
+    crashed.finish()
+    assert rows(clean) and rows(crashed) == rows(clean)

@@ -150,7 +150,7 @@ def main() -> int:
         if run.state != DagRunState.SUCCESS:
             print(f"the DAG run failed: {states}", file=sys.stderr)
             return 1
-        sink = demo / "out" / ("supplier_totals_15m" if version == "v3.sql" else "supplier_totals")
+        sink = demo / "out" / "supplier_totals"
         rows = new_rows(sink, seen)
         if rows is not None:
             print(f"  {len(rows)} new result rows in {sink.name}/, the first windows:")

@@ -37,6 +37,8 @@ from stategate.spark_jobs import failpoints
 from stategate.spark_jobs.storage import HadoopStorage
 
 FILE_FORMATS = ("csv", "json", "parquet")
+#: A CSV file no longer than this may be only its header line (read to tell).
+HEADER_ONLY_MAX_BYTES = 64 * 1024
 #: How file sinks write timestamps: Flink's SQL form. Sources give no pattern: Spark's
 #: own parser reads that form (and ISO-8601) by hand-written code, where a pattern would parse every
 #: value through java.time (1M bids, warmed up: 1.3 s without a pattern, 1.6-2.0 s with one).
@@ -178,10 +180,24 @@ class FileSink:
         parts = sorted(p for p in storage.list(staging) if p.rsplit("/", 1)[-1].startswith("part-"))
         for part in parts:
             task = part.rsplit("/", 1)[-1].split("-")[1]
+            if int(task) == 0 and self._holds_no_row(storage, part):
+                continue  # readers such as pandas refuse an empty CSV file; the staging is deleted below
             # Replaces the file of an attempt that was killed before Spark committed the batch.
             storage.replace(part, f"{self.path}/{name}-{task}.{self.fmt}")
         failpoints.reach("sink.placed")
         storage.delete(staging)
+
+
+    def _holds_no_row(self, storage: HadoopStorage, part: str) -> bool:
+        """Spark writes the first task's file even when that task had no row (so that an empty job
+        still leaves its schema): an empty or header-only CSV, an empty JSON, a Parquet file of no
+        row group. Only tasks with rows get a file in the sink."""
+        if self.fmt == "parquet":
+            return storage.parquet_row_groups(part) == 0
+        size = storage.size(part)
+        if size == 0 or self.fmt != "csv" or self.options.get("header", "").lower() != "true":
+            return size == 0
+        return size <= HEADER_ONLY_MAX_BYTES and storage.read_text(part).rstrip("\r\n").count("\n") == 0
 
 
 def print_sink(df: DataFrame, batch_id: int) -> None:

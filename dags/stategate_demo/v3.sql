@@ -14,7 +14,7 @@ CREATE TABLE SupplierTotals (
   bids BIGINT,
   total DECIMAL(38, 2),
   top_bid DECIMAL(10, 2)
-) WITH ('connector' = 'filesystem', 'path' = '{demo}/out/supplier_totals_15m', 'format' = 'parquet');
+) WITH ('connector' = 'filesystem', 'path' = '{demo}/out/supplier_totals', 'format' = 'parquet');
 
 INSERT INTO SupplierTotals
 SELECT window_start, window_end, supplier_id, COUNT(*) AS bids, SUM(price) AS total, MAX(price) AS top_bid

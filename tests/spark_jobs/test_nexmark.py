@@ -235,3 +235,4 @@ def test_a_changed_join_restarts_only_when_a_human_accepts_it(spark, tmp_path, e
     assert before == sorted(closed) and after == sorted(reopened)
     joined_after = [row for row in q8_reference(events) if pd.Timestamp(row[2]) + TEN > watermark]
     assert len(after) > len(joined_after), "the persons without an auction are new rows, from the LEFT join"
+

@@ -138,3 +138,20 @@ def test_a_statement_set_runs_each_insert_as_its_pipeline(spark, tmp_path) -> No
     run(spark, f"{script[:first]}EXECUTE STATEMENT SET BEGIN\n{script[first:]}\nEND;\n", wrapped / "checkpoint")
     expected = sink_rows(plain)
     assert all(expected.values()) and sink_rows(wrapped) == expected
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_only_tasks_with_rows_leave_a_file(spark, tmp_path, fmt: str) -> None:
+    """Spark writes the first task's file even when that task had no row: a 0-byte CSV that
+    ``pandas.read_csv`` refuses. Here the two closed windows land in other tasks (of four, by
+    Spark's hash of the group key and window), so the first task has none: it must leave no file."""
+    source, sink = tmp_path / "bids", tmp_path / "out"
+    source.mkdir()
+    (source / "bids.csv").write_text("2020-04-15 08:01:00,2.00,A,b\n2020-04-15 08:07:00,3.00,B,b\n" + CLOSER)
+    run(spark, job(source, sink).replace("'format' = 'parquet'", f"'format' = '{fmt}'"), tmp_path / "checkpoint")
+    parts = sorted(sink.glob("part-*"))
+    assert parts and not [p for p in parts if p.name.endswith(f"-00000.{fmt}")], "the first task had no row"
+    read = {"csv": lambda p: pd.read_csv(p, header=None), "json": lambda p: pd.read_json(p, lines=True),
+            "parquet": pd.read_parquet}[fmt]
+    assert all(part.stat().st_size for part in parts)
+    assert sum(len(read(part)) for part in parts) == 2

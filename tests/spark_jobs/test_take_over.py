@@ -142,29 +142,28 @@ def test_only_the_same_sink_and_source_are_taken_over(spark, tmp_path, redeploy)
     assert cut.files() is None and same.files() is not None, "every file of the new source is read"
 
 
-def test_a_take_over_killed_mid_write_is_retried_into_the_same_rows(tmp_path, redeploy):
+def test_a_take_over_killed_mid_write_is_retried_into_the_same_rows(spark, tmp_path, redeploy):
     """Killed with its first batch's file in place but not committed, the take-over is retried with
     the same command (as Airflow retries the task): it resumes its own checkpoint with the cutover
     it recorded, and its sink ends with exactly the rows of an uninterrupted take-over."""
     sql, _, archive, _ = redeploy
 
-    def job(name: str) -> CrashingJob:
-        root = tmp_path / name
-        root.mkdir()
-        script = (sql + V2).replace("WITH ('connector' = 'print')",
-                                    f"WITH ('connector' = 'filesystem', 'path' = '{root}/out/S', 'format' = 'csv')")
-        return CrashingJob(root, sql=script, arguments=("--fresh", "--take-over", str(archive)))
+    def script(root: Path) -> str:
+        return (sql + V2).replace("WITH ('connector' = 'print')",
+                                  f"WITH ('connector' = 'filesystem', 'path' = '{root}/out/S', 'format' = 'csv')")
 
-    def rows(crashing: CrashingJob) -> Counter:
+    def rows(root: Path) -> Counter:
         found: Counter = Counter()
-        for part in (crashing.root / "out" / "S").glob("part-*.csv"):
+        for part in (root / "out" / "S").glob("part-*.csv"):
             with part.open(newline="") as handle:
                 found.update(tuple(row) for row in csv.reader(handle))
         return found
 
-    clean = job("clean")
-    clean.finish()
-    crashed = job("crashed")
-    assert crashed.kill_at("sink.placed:1") is not None, "killed between placing a file and the commit"
-    crashed.finish()
+    clean = tmp_path / "clean"
+    run(spark, script(clean), clean / "checkpoint", fresh=True, take_over=str(archive))
+    crashed = tmp_path / "crashed"
+    crashed.mkdir()
+    job = CrashingJob(crashed, sql=script(crashed), arguments=("--fresh", "--take-over", str(archive)))
+    assert job.kill_at("sink.placed:1") is not None, "killed between placing a file and the commit"
+    job.finish()
     assert rows(clean) and rows(crashed) == rows(clean)

@@ -5,7 +5,8 @@ new version starts with an empty checkpoint of its own and, per pipeline, reads 
 
 * the cutover watermark W: the watermark the old version's last committed batch ran with. Every
   window ending at or before W was emitted by the old version; none ending after it was.
-* the files its source read, by the batch that first read them. After batch ``b`` Spark's watermark
+* the files its source read, by the micro-batch that first read them (the source's own log numbers
+  its entries, the offset log says how far each batch had read). After batch ``b`` Spark's watermark
   is at least (the latest event time in ``b``) - delay, so no row of a file first read in ``b`` is
   later than watermark(b + 1) + delay. A file whose bound is before ``W - span`` (the new version's
   replay span, :mod:`analyzer.replay`) holds no row of a window the new version will emit: it is
@@ -157,8 +158,9 @@ def cutover(storage: HadoopStorage, archived: str, model: JobModel, pipeline: Pi
         raise TakeOverRefused(f"take-over of {pipeline.name}: {location} has no committed batch; start with a full "
                               "replay (--replay full)")
     last = max(batches)
-    watermarks = {n: watermark_of_offset_log(storage.read_text(f"{location}/offsets/{n}"))
-                  for n in _numbered(storage, f"{location}/offsets") if n <= last}
+    logs = {n: storage.read_text(f"{location}/offsets/{n}") for n in _numbered(storage, f"{location}/offsets")
+            if n <= last}
+    watermarks = {n: watermark_of_offset_log(text) for n, text in logs.items()}
     if watermarks.get(last) is None:
         raise TakeOverRefused(f"take-over of {pipeline.name}: the offset log of batch {last} in {location} has no "
                               "watermark; start with a full replay (--replay full)")
@@ -171,7 +173,11 @@ def cutover(storage: HadoopStorage, archived: str, model: JobModel, pipeline: Pi
     if len(sources) != 1:
         raise TakeOverRefused(f"take-over of {pipeline.name}: a bounded replay reads one source per pipeline, this "
                               f"one read {len(sources)}; choose --replay full or --replay none")
-    files = _file_log(storage, sources[0], last, pipeline.name)
+    read_up_to = {n: _log_offset(text) for n, text in sorted(logs.items())}
+    if read_up_to[last] is None:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: the offset log of batch {last} in {location} is not a "
+                              "file source's (a Kafka source cannot be bounded here yet); choose --replay full")
+    files = _file_log(storage, sources[0], read_up_to[last], pipeline.name)
     if w is None:
         return Cutover(pipeline.name, None, None, _spellings(files), 0, len(files))
     if policy == NONE:  # the operator's choice: nothing the old version read, no window twice
@@ -181,7 +187,10 @@ def cutover(storage: HadoopStorage, archived: str, model: JobModel, pipeline: Pi
     cutoff = w - replay.span_ms
     kept = [n for n in sorted(watermarks) if n > 0]
     skipped = []
-    for path, batch in files.items():
+    for path, entry in files.items():
+        # The micro-batch that first read the file: the first whose offset reached its log entry
+        # (the earliest batch Spark kept, if it pruned the one that read it: a looser bound).
+        batch = next(n for n, offset in read_up_to.items() if offset is not None and offset >= entry)
         after = next((watermarks[n] for n in kept if n > batch), None)  # the next watermark Spark kept
         if batch < last and after is not None and after + old_delay_ms < cutoff:
             skipped.append(path)
@@ -197,9 +206,21 @@ def _numbered(storage: HadoopStorage, folder: str) -> list[int]:
     return [int(name) for name in names if name.isdigit()]
 
 
-def _file_log(storage: HadoopStorage, folder: str, last: int, pipeline: str) -> dict[str, int]:
-    """Each file the source read in batches up to ``last``, and the batch that first read it (Spark's
-    file source log: one JSON line per file after ``v1``; ``<n>.compact`` files hold the earlier ones)."""
+def _log_offset(text: str) -> int | None:
+    """How far in its own log a file source had read when a batch ran: the source's line of one
+    ``offsets/`` file (``v1``, the batch metadata, then ``{"logOffset": n}``)."""
+    lines = text.splitlines()
+    try:
+        return int(json.loads(lines[2])["logOffset"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _file_log(storage: HadoopStorage, folder: str, up_to: int, pipeline: str) -> dict[str, int]:
+    """Each file the source read, by the entry of the source's own log that lists it, up to entry
+    ``up_to`` (Spark's file source log: one JSON line per file after ``v1``; ``<n>.compact`` files
+    hold the earlier ones). The log numbers its entries itself: only batches that found new files
+    add one, so an entry is not a micro-batch number (the offset log maps one to the other)."""
     found: dict[str, int] = {}
     for entry in storage.list(folder):
         name = entry.rsplit("/", 1)[-1]
@@ -209,12 +230,12 @@ def _file_log(storage: HadoopStorage, folder: str, last: int, pipeline: str) -> 
         for line in lines[1:]:
             try:
                 record = json.loads(line)
-                path, batch = record["path"], int(record["batchId"])
+                path, entry = record["path"], int(record["batchId"])
             except (ValueError, KeyError, TypeError):
                 raise TakeOverRefused(f"take-over of {pipeline}: {entry} is not a file source's log (a Kafka "
                                       "source cannot be bounded here yet); choose --replay full") from None
-            if batch <= last:
-                found[path] = min(batch, found.get(path, batch))
+            if entry <= up_to:
+                found[path] = min(entry, found.get(path, entry))
     return found
 
 

@@ -62,9 +62,13 @@ def redeploy(spark, tmp_path_factory):
     (once per module: a test that changes them works on a copy)."""
     tmp_path = tmp_path_factory.mktemp("redeploy")
     source, archive = tmp_path / "bids", tmp_path / "archive" / "checkpoint"
-    write_files(source, 0, FILES)
     sql = DDL.format(path=source)
+    # Two runs of v1, the second a restart after half the files: the file source's log then
+    # numbers its entries apart from the micro-batches (a no-data batch ended the first run).
+    write_files(source, 0, FILES // 2)
     old_rows, _ = run_collect(spark, sql + V1, tmp_path / "checkpoint", fresh=True)
+    write_files(source, FILES // 2, FILES - FILES // 2)
+    old_rows += run_collect(spark, sql + V1, tmp_path / "checkpoint")[0]
     archive.parent.mkdir()
     os.rename(tmp_path / "checkpoint", archive)  # what the gate's clear-state does, on a local root
     write_files(source, FILES, NEW_FILES)
@@ -85,7 +89,8 @@ def test_the_new_version_emits_each_window_once_and_as_an_uninterrupted_run_woul
     assert {(item.lower(), start) for item, start, _ in reference} == set(union), "no window lost at the seam"
 
     # Read: only the files the open windows need, then the new ones. v1's last committed batch is
-    # Spark's no-data batch after file 7, run with file 7's watermark: W = 01:19:00 - 1 s. TUMBLE
+    # Spark's no-data batch after file 7 (micro-batch 9: the first run's ended after file 3), run
+    # with file 7's watermark: W = 01:19:00 - 1 s. TUMBLE
     # 10 min + 1 s delay reaches back to 01:08:58; file 6's rows can be as late as its watermark +
     # delay, 01:09:00: files 6 and 7 are read again, files 0 to 5 never opened.
     assert (cutover.replayed, cutover.read) == (2, FILES)

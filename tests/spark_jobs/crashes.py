@@ -27,29 +27,31 @@ REPO = Path(__file__).resolve().parents[2]
 SINKS = ("Totals", "Hopping", "Highest")
 START = datetime(2026, 1, 1, 10)
 
-#: Each sink's table and the query that fills it.
-PIPELINES = {
-    "Totals": """
+def job_script(root: Path) -> str:
+    """Three pipelines over one bid stream, one input file per micro-batch."""
+    return bid_ddl(root / "incoming", delay="INTERVAL '5' SECOND",
+                   options=", 'spark.maxFilesPerTrigger' = '1'") + f"""
 CREATE TABLE Totals (window_start TIMESTAMP(3), window_end TIMESTAMP(3), item STRING,
   bids BIGINT, total DECIMAL(38, 2), top DECIMAL(10, 2)
 ) WITH ('connector' = 'filesystem', 'path' = '{root}/out/Totals', 'format' = 'csv');
+
+CREATE TABLE Highest (bidtime TIMESTAMP(3), item STRING, price DECIMAL(10, 2)
+) WITH ('connector' = 'filesystem', 'path' = '{root}/out/Highest', 'format' = 'csv');
+
+CREATE TABLE Hopping (window_start TIMESTAMP(3), window_end TIMESTAMP(3), supplier_id STRING,
+  bids BIGINT, total DECIMAL(38, 2)
+) WITH ('connector' = 'filesystem', 'path' = '{root}/out/Hopping', 'format' = 'csv');
+
 INSERT INTO Totals
 SELECT window_start, window_end, item, COUNT(*) AS bids, SUM(price) AS total, MAX(price) AS top
 FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTES))
 GROUP BY item, window_start, window_end;
-""",
-    "Hopping": """
-CREATE TABLE Hopping (window_start TIMESTAMP(3), window_end TIMESTAMP(3), supplier_id STRING,
-  bids BIGINT, total DECIMAL(38, 2)
-) WITH ('connector' = 'filesystem', 'path' = '{root}/out/Hopping', 'format' = 'csv');
+
 INSERT INTO Hopping
 SELECT window_start, window_end, supplier_id, COUNT(*) AS bids, SUM(price) AS total
 FROM TABLE(HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTES, INTERVAL '3' MINUTES))
 GROUP BY supplier_id, window_start, window_end;
-""",
-    "Highest": """
-CREATE TABLE Highest (bidtime TIMESTAMP(3), item STRING, price DECIMAL(10, 2)
-) WITH ('connector' = 'filesystem', 'path' = '{root}/out/Highest', 'format' = 'csv');
+
 INSERT INTO Highest
 SELECT B.bidtime, B.item, B.price
 FROM Bid B
@@ -59,17 +61,7 @@ JOIN (
   GROUP BY item, window_start, window_end
 ) M ON B.item = M.item AND B.price = M.top
 WHERE B.bidtime BETWEEN M.window_end - INTERVAL '1' MINUTE AND M.window_end;
-""",
-}
-
-
-def job_script(root: Path, sinks: tuple[str, ...] = SINKS) -> str:
-    """Pipelines over one bid stream (all three unless ``sinks`` names fewer), one input file per
-    micro-batch."""
-    return bid_ddl(root / "incoming", delay="INTERVAL '5' SECOND", options=", 'spark.maxFilesPerTrigger' = '1'") \
-        + "".join(PIPELINES[sink].format(root=root) for sink in sinks)
-
-
+"""
 
 
 def write_bids(folder: Path, files: int, rows_per_file: int, seed: int = 0) -> int:
@@ -92,10 +84,10 @@ def write_bids(folder: Path, files: int, rows_per_file: int, seed: int = 0) -> i
     return files * rows_per_file + 1
 
 
-def sink_rows(root: Path, sinks: tuple[str, ...] = SINKS) -> dict[str, Counter]:
+def sink_rows(root: Path) -> dict[str, Counter]:
     """Every row in the sinks' visible files, counted (a row written twice counts 2)."""
     rows = {}
-    for sink in sinks:
+    for sink in SINKS:
         counter: Counter = Counter()
         for part in sorted((root / "out" / sink).glob("part-*.csv")):
             with part.open(newline="") as handle:
@@ -109,8 +101,8 @@ def duplicates(rows: dict[str, Counter]) -> int:
 
 
 def missing_and_extra(expected: dict[str, Counter], actual: dict[str, Counter]) -> tuple[int, int]:
-    missing = sum(sum((expected[s] - actual[s]).values()) for s in expected)
-    extra = sum(sum((actual[s] - expected[s]).values()) for s in expected)
+    missing = sum(sum((expected[s] - actual[s]).values()) for s in SINKS)
+    extra = sum(sum((actual[s] - expected[s]).values()) for s in SINKS)
     return missing, extra
 
 
@@ -137,7 +129,7 @@ class CrashingJob:
 
     def committed(self) -> int:
         """Micro-batches Spark has committed, over both pipelines."""
-        return len(list(self.checkpoint.glob("*/commits/[0-9]*")))
+        return sum(len(list((self.checkpoint / sink / "commits").glob("[0-9]*"))) for sink in SINKS)
 
     def start(self, pause_at: str | None = None) -> subprocess.Popen:
         env = {**os.environ, "PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable}

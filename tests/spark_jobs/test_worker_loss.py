@@ -12,10 +12,9 @@ from pathlib import Path
 
 from stategate.provider.shipping import job_py_files
 from stategate.spark_jobs.job import run
-from tests.spark_jobs.crashes import duplicates, job_script, missing_and_extra, sink_rows, write_bids
+from tests.spark_jobs.crashes import SINKS, duplicates, job_script, missing_and_extra, sink_rows, write_bids
 
 FILES, ROWS_PER_FILE = 6, 40
-SINKS = ("Totals", "Highest")  # a window aggregation and a join: state of both kinds
 MAIN = Path(sys.modules["stategate.spark_jobs.job"].__file__).with_name("__main__.py")
 
 
@@ -30,18 +29,18 @@ def submit(cluster, root: Path, log: Path) -> subprocess.Popen:
 
 
 def committed(root: Path) -> int:
-    return len(list((root / "checkpoint").glob("*/commits/[0-9]*")))
+    return sum(len(list((root / "checkpoint" / sink / "commits").glob("[0-9]*"))) for sink in SINKS)
 
 
 def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(spark, spark_cluster, tmp_path: Path) -> None:
     reference = tmp_path / "uninterrupted"
     write_bids(reference / "incoming", FILES, ROWS_PER_FILE)
-    run(spark, job_script(reference, SINKS), reference / "checkpoint")
-    expected = sink_rows(reference, SINKS)
+    run(spark, job_script(reference), reference / "checkpoint")
+    expected = sink_rows(reference)
 
     root = tmp_path / "cluster"
     write_bids(root / "incoming", FILES, ROWS_PER_FILE)
-    (root / "job.sql").write_text(job_script(root, SINKS))
+    (root / "job.sql").write_text(job_script(root))
     spark_cluster.add_worker()  # the session's cluster keeps two workers after losing one
     log = tmp_path / "submit.log"
     job = submit(spark_cluster, root, log)
@@ -58,7 +57,7 @@ def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(spark, spark_clust
     assert attempts[-1] == 0, log.read_text()[-3000:]
     assert committed(root) > batches_before, f"no batch ran after worker {killed} was killed"
 
-    actual = sink_rows(root, SINKS)
+    actual = sink_rows(root)
     assert duplicates(actual) == 0
     assert missing_and_extra(expected, actual) == (0, 0), attempts
     assert actual == expected

@@ -82,7 +82,8 @@ def main() -> int:
         files = args.hours * 6
         source = work / "bids"
         write_files(source, 0, files, args.rows)
-        v1 = run_job(work, "v1", DDL.format(source=source, sink=work / "out-v1") + V1)
+        sink = work / "out"  # every version writes the same sink: v2 continues v1's table
+        v1 = run_job(work, "v1", DDL.format(source=source, sink=sink) + V1)
         archive = work / "archive"
         os.rename(work / "v1-checkpoint", archive)  # what the gate's clear-state does on a local root
         write_files(source, files, 6, args.rows)  # an hour arrives after the redeploy
@@ -94,10 +95,10 @@ def main() -> int:
             for side in ("bounded", "full"):  # alternating, so drift hits both sides alike
                 name = f"v2-{side}-{attempt}"
                 extra = ("--take-over", str(archive)) if side == "bounded" else ()
-                sql = DDL.format(source=source, sink=work / f"out-{name}") + V2
+                sql = DDL.format(source=source, sink=sink) + V2
                 best[side] = min(best[side], run_job(work, name, sql, *extra))
         taken = json.loads((work / "v2-bounded-0-checkpoint" / "_stategate" / "take-over.json").read_text())
-        (cutover,) = taken["pipelines"].values()
+        (cutover,) = taken["pipelines"].values()  # the take-over applied (a moved sink would get none)
         bounded_files = cutover["replayed_files"] + 6
         full_files = files + 6
         print(f"\n{'v2 after a clear-state':<26}{'seconds':>9}{'files read':>12}{'bids read':>12}")

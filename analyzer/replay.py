@@ -42,6 +42,37 @@ LOCATION_OPTIONS = ("connector", "path", "topic", "topic-pattern", "properties.b
 
 
 @dataclass(frozen=True)
+class ReplayVolume:
+    """What a bounded take-over would read again of the old version's input, beside a full replay
+    (:func:`analyzer.cutover.volumes`, from the deployed checkpoint); or why it would be refused.
+
+    :param files: files the old version read that a bounded take-over reads again
+    :param bytes: their size
+    :param full_files: files the old version read: what a full replay reads again
+    :param full_bytes: their size
+    :param refused: why a bounded take-over cannot be honoured (then only full or none can run)
+    """
+
+    files: int = 0
+    bytes: int = 0
+    full_files: int = 0
+    full_bytes: int = 0
+    refused: str = ""
+
+    def to_dict(self) -> dict[str, Any]:
+        if self.refused:
+            return {"refused": self.refused}
+        return {"files": self.files, "bytes": self.bytes, "full_files": self.full_files,
+                "full_bytes": self.full_bytes}
+
+    def describe(self) -> str:
+        if self.refused:
+            return f"a bounded take-over would be refused: {self.refused}"
+        return (f"a bounded take-over re-reads {self.files} of the {self.full_files} files the deployed version "
+                f"read ({format_bytes(self.bytes)} of {format_bytes(self.full_bytes)}); a full replay reads them all")
+
+
+@dataclass(frozen=True)
 class Replay:
     """What a pipeline reads again after its state is cleared, and the rule at the seam.
 
@@ -51,6 +82,7 @@ class Replay:
     :param note: what the span is made of, and what it cannot rebuild
     :param seam: which windows the new version emits, and how they meet the old version's
     :param processing_time: its windows run on the wall clock's time: nothing can be replayed into them
+    :param volume: what it would read of the deployed version's input (with the deployed checkpoint)
     """
 
     sink: str
@@ -58,14 +90,17 @@ class Replay:
     note: str
     seam: str = ""
     processing_time: bool = False
+    volume: ReplayVolume | None = None
 
     def to_dict(self) -> dict[str, Any]:
-        return {"sink": self.sink, "span_seconds": None if self.span_ms is None else self.span_ms / 1000,
-                "note": self.note, "seam": self.seam}
+        found = {"sink": self.sink, "span_seconds": None if self.span_ms is None else self.span_ms / 1000,
+                 "note": self.note, "seam": self.seam}
+        return found | ({"volume": self.volume.to_dict()} if self.volume is not None else {})
 
     def describe(self) -> str:
         span = "no bounded replay" if self.span_ms is None else f"replays {format_ms(self.span_ms)}"
-        return f"{self.sink}: {span} ({self.note})" + (f"; {self.seam}" if self.seam else "")
+        return (f"{self.sink}: {span} ({self.note})" + (f"; {self.seam}" if self.seam else "")
+                + (f"; {self.volume.describe()}" if self.volume is not None else ""))
 
 
 def replays(old: JobModel | None, new: JobModel) -> tuple[Replay, ...]:
@@ -105,6 +140,16 @@ def continued(old: JobModel, new: JobModel, pipeline: Pipeline) -> Pipeline | No
     if before is None or (pipeline.sink is not None and not same_table(old, new, pipeline.sink)):
         return None
     return before
+
+
+def format_bytes(size: int) -> str:
+    """A size as people read it: 0 B, 512 B, 3.1 MB."""
+    value, unit = float(size), "B"
+    for unit in ("B", "KB", "MB", "GB", "TB"):
+        if value < 1000 or unit == "TB":
+            break
+        value /= 1000
+    return f"{size} B" if unit == "B" else f"{value:.1f} {unit}"
 
 
 def _option(options, key: str) -> str | None:

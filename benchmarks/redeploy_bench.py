@@ -7,7 +7,8 @@ differently) starts without state, either taking over from the archive (``--take
 replay) or reading the whole history again (a fresh start, which is what a clear-state did before).
 Whole ``python -m stategate.spark_jobs run`` processes, alternating, best of ``--repeat``; each
 prints the seconds until v2 has caught up (the process ran everything available) and the files and
-rows it read. Everything is generated here; nothing is downloaded.
+rows it read, and what ``stategate check --deployed`` estimated before the deploy. Everything is
+generated here; nothing is downloaded.
 
 Target: bounded at least 10x faster than full on this history, rows read proportional to the span.
 
@@ -69,6 +70,24 @@ def run_job(work: Path, name: str, sql: str, *extra: str) -> float:
     return elapsed
 
 
+def estimated(work: Path, checkpoint: Path, ddl: str) -> dict:
+    """What ``stategate check v2.sql --deployed`` says a bounded take-over would re-read, with v1's
+    checkpoint deployed in a job root (the gate reads it the same way)."""
+    job = work / "root" / "bids"
+    job.mkdir(parents=True)
+    (job / "deployment.json").write_text(json.dumps({"sql": ddl + V1}))
+    shutil.copytree(checkpoint, job / "checkpoint")
+    (work / "v2.sql").write_text(ddl + V2)
+    result = subprocess.run([str(Path(sys.executable).parent / "stategate"), "check", str(work / "v2.sql"),
+                             "--deployed", f"file://{work / 'root'}", "--job", "bids", "--format", "json"],
+                            capture_output=True, text=True, timeout=600,
+                            env={**os.environ, "AIRFLOW_HOME": str(work / "airflow")})
+    if result.returncode != 0:
+        raise SystemExit(f"stategate check failed ({result.returncode}):\n{result.stderr[-3000:]}")
+    (replay,) = json.loads(result.stdout)["replay"]
+    return replay["volume"]
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--hours", type=int, default=48, help="history before the redeploy (default 48)")
@@ -84,11 +103,14 @@ def main() -> int:
         write_files(source, 0, files, args.rows)
         sink = work / "out"  # every version writes the same sink: v2 continues v1's table
         v1 = run_job(work, "v1", DDL.format(source=source, sink=sink) + V1)
+        write_files(source, files, 6, args.rows)  # an hour arrives before the redeploy
+        estimate = estimated(work, work / "v1-checkpoint", DDL.format(source=source, sink=sink))
         archive = work / "archive"
         os.rename(work / "v1-checkpoint", archive)  # what the gate's clear-state does on a local root
-        write_files(source, files, 6, args.rows)  # an hour arrives after the redeploy
         print(f"history: {files} files ({args.hours} h), {files * args.rows:,} bids; v1 ran in {v1:.1f} s; "
               f"then 6 new files")
+        print(f"before the deploy, `stategate check --deployed`: re-reads {estimate['files']} of "
+              f"{estimate['full_files']} files ({estimate['bytes']:,} of {estimate['full_bytes']:,} bytes)")
 
         best = {"bounded": float("inf"), "full": float("inf")}
         for attempt in range(args.repeat):
@@ -105,6 +127,7 @@ def main() -> int:
         print(f"{'bounded (--take-over)':<26}{best['bounded']:>9.1f}{bounded_files:>12}{bounded_files * args.rows:>12,}")
         print(f"{'full (fresh start)':<26}{best['full']:>9.1f}{full_files:>12}{full_files * args.rows:>12,}")
         ratio = best["full"] / best["bounded"]
+        assert estimate["files"] == cutover["replayed_files"], "the estimate before deploy is what the take-over read"
         print(f"\nbounded is {ratio:.1f}x faster (target 10x: {'met' if ratio >= 10 else 'MISSED'}); it re-read "
               f"{cutover['replayed_files']} of the {cutover['archived_files']} archived files "
               f"(the span: TUMBLE 10 min + 1 s watermark delay)")

@@ -10,3 +10,8 @@ RECORD_DIR = "_stategate"
 def query_dir_name(pipeline: str) -> str:
     """The directory, under a job's checkpoint, of the streaming query of one pipeline."""
     return re.sub(r"[^A-Za-z0-9_.#-]", "_", pipeline)
+
+
+def query_dir(checkpoint: str, pipeline: str) -> str:
+    """Where the streaming query of a pipeline keeps its checkpoint."""
+    return f"{checkpoint.rstrip('/')}/{query_dir_name(pipeline)}"

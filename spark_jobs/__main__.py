@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 from stategate.analyzer import Verdict
+from stategate.analyzer.cutover import BOUNDED, REPLAY_POLICIES, TakeOverRefused
 from stategate.analyzer.errors import SQLModelError
 from stategate.spark_jobs.guard import CheckpointRefused
 
@@ -36,7 +37,7 @@ def _parser() -> argparse.ArgumentParser:
                      help="with --fresh: take over from the archived checkpoint of the version this one replaces "
                           "(re-read only what open windows need, emit only windows it did not); empty: none "
                           "(a DAG passes --take-over= when nothing was archived)")
-    run.add_argument("--replay", choices=("bounded", "full", "none"), default="bounded",
+    run.add_argument("--replay", choices=REPLAY_POLICIES, default=BOUNDED,
                      help="with --take-over: what to read again (default bounded: what open windows need)")
     run.add_argument("--master", help="Spark master when run without spark-submit (default local[2])")
     return parser
@@ -90,7 +91,7 @@ def _run(spark, args: argparse.Namespace) -> int:
     except SQLModelError as error:
         print(f"stategate: {error}", file=sys.stderr)
         return EXIT_INVALID
-    except CheckpointRefused as error:
+    except (CheckpointRefused, TakeOverRefused) as error:
         print(f"stategate: {error}", file=sys.stderr)
         return EXIT_REFUSED
     verdict = result.report.verdict.value if result.report else "FRESH"

@@ -32,6 +32,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
+from stategate.analyzer.cutover import Cutover
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.scope import source_column, time_attribute, window_column, window_field_of
 from stategate.analyzer.layout import TEXT, JobLayout, StageLayout, shape_family, shape_scale
@@ -46,7 +47,7 @@ from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalize
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
 from stategate.spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
 from stategate.spark_jobs.state import Slot
-from stategate.spark_jobs.takeover import Cutover
+from stategate.spark_jobs.takeover import source_filter
 
 KEY = "k{}"
 
@@ -304,7 +305,7 @@ def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequ
         raise SQLModelError(f"table {name} is read but not declared with CREATE TABLE")
     mapping = {sql_key(source_column(table.name, c.name)): c.name for c in table.columns if c.computed is None}
     df = read_stream(spark, table)
-    files = cutover.files() if cutover is not None else None
+    files = source_filter(cutover) if cutover is not None else None
     if files is not None:
         df = df.where(files)  # on the file source's own _metadata: Spark never opens those files
     if window is not None and window.time_kind == "proctime":

@@ -24,13 +24,8 @@ from stategate.analyzer import JobModel, Report, Verdict, build, compare_models
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import LAYOUT_V1, JobLayout, plan, watermark_of_offset_log
 from stategate.analyzer.signature import state_signature
-from stategate.spark_jobs import RECORD_DIR, query_dir_name
+from stategate.spark_jobs import RECORD_DIR, query_dir
 from stategate.spark_jobs.storage import HadoopStorage
-
-
-def query_dir(checkpoint: str, pipeline: str) -> str:
-    """Where the streaming query of a pipeline keeps its checkpoint."""
-    return f"{checkpoint.rstrip('/')}/{query_dir_name(pipeline)}"
 
 
 class CheckpointRefused(RuntimeError):

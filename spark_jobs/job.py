@@ -12,13 +12,13 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from stategate.analyzer import Report, SQLModelError, Verdict, build
+from stategate.analyzer.cutover import BOUNDED, FULL, REPLAY_POLICIES, Cutover, cutovers
+from stategate.spark_jobs import query_dir, takeover
 from stategate.spark_jobs.compile import CompiledPipeline, compile_pipeline
 from stategate.spark_jobs.connectors import BatchWriter, batch_writer
-from stategate.spark_jobs.guard import CheckpointGuard, query_dir
+from stategate.spark_jobs.guard import CheckpointGuard
 from stategate.spark_jobs.late_rows import late_rows
 from stategate.spark_jobs.storage import HadoopStorage
-from stategate.spark_jobs import takeover
-from stategate.spark_jobs.takeover import BOUNDED, FULL, REPLAY_POLICIES, Cutover
 
 log = logging.getLogger("stategate.job")
 
@@ -81,7 +81,7 @@ def run(
     if report is not None:
         log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
     if take_over is not None:
-        taken = takeover.cutovers(storage, take_over, model, replay) if replay != FULL else {}
+        taken = cutovers(storage, take_over, model, replay) if replay != FULL else {}
         for pipeline in model.pipelines:
             log.info("take-over: %s", taken[pipeline.name].describe() if pipeline.name in taken else
                      f"{pipeline.name}: a full replay" + ("" if replay == FULL else
@@ -94,6 +94,10 @@ def run(
     guard.record(layout)
     if take_over is not None:
         takeover.record(storage, checkpoint, take_over, replay, taken)
+    for pipeline in compiled:
+        if pipeline.pipeline.name in taken:  # a resumed take-over's query may not have started yet
+            takeover.seed_source_log(storage, query_dir(checkpoint, pipeline.pipeline.name),
+                                     taken[pipeline.pipeline.name])
     queries = []
     listener = late_rows(spark)
     try:

@@ -8,7 +8,9 @@ from typing import Any
 from airflow.sdk import BaseHook
 
 from stategate.analyzer import Finding, JobModel, Report, SQLModelError, Verdict, build, compare_models
+from stategate.analyzer.cutover import with_volumes
 from stategate.provider.deployment import Archiver, JobRoot, RecordStore, RedeployLock, StateGateError
+from stategate.provider.deployment.checkpoint import DeployedCheckpoint
 
 __all__ = ["Deployed", "DeploymentHook", "StateGateError"]
 
@@ -80,4 +82,8 @@ class DeploymentHook(BaseHook):
         except SQLModelError as error:
             return Report((Finding("stategate.record-unreadable", Verdict.UNKNOWN,
                                    f"the deployed SQL no longer parses: {error}"),))
-        return compare_models(old, model, signature, watermarks)
+        report = compare_models(old, model, signature, watermarks)
+        if report.verdict < Verdict.UNKNOWN:
+            return report  # the state is reused: nothing is replayed
+        # What clearing the state would cost: the take-over reads this checkpoint once it is archived.
+        return with_volumes(report, DeployedCheckpoint(self.job), self.job.spark_uri(self.job.checkpoint), model)

@@ -9,18 +9,25 @@ seam, and v2 must read only the files its open windows need plus the new ones.
 
 from __future__ import annotations
 
+import calendar
 import csv
+import json
 import os
 import shutil
+import subprocess
+import sys
 from collections import Counter
+from datetime import datetime
 from pathlib import Path
 
 import pytest
 
+from stategate.analyzer import compare
 from stategate.analyzer.build import build
 from stategate.spark_jobs.job import run
 from stategate.spark_jobs.storage import HadoopStorage
-from stategate.spark_jobs.takeover import TakeOverRefused, cutovers
+from stategate.spark_jobs.takeover import source_filter
+from stategate.analyzer.cutover import TakeOverRefused, cutovers
 from tests.spark_jobs.crashes import CrashingJob
 
 KEYS = ("k0", "k1", "k2")
@@ -32,6 +39,7 @@ DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price BIGINT, item STRING, "
        "WITH ('connector' = 'print');\n")
 V1 = ("INSERT INTO S SELECT item, window_start, window_end, SUM(price) AS total FROM TABLE(TUMBLE(TABLE Bid, "
       "DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)) GROUP BY item, window_start, window_end;")
+V15 = V1.replace("INTERVAL '10' MINUTES", "INTERVAL '15' MINUTES")
 V2 = V1.replace("SELECT item,", "SELECT UPPER(item) AS item,").replace("GROUP BY item,", "GROUP BY UPPER(item),")
 
 
@@ -50,6 +58,10 @@ def run_collect(spark, sql: str, checkpoint: Path, **options) -> tuple[list[tupl
     rows: list = []
     result = run(spark, sql, checkpoint, writers={"S": lambda df, _: rows.extend(df.collect())}, **options)
     return sorted((r["item"], str(r["window_start"]), r["total"]) for r in rows), result
+
+
+def batches(result) -> int:
+    return sum(len(q.recentProgress) for q in result.queries)
 
 
 def input_rows(result) -> int:
@@ -97,6 +109,32 @@ def test_the_new_version_emits_each_window_once_and_as_an_uninterrupted_run_woul
     rows_per_file = 10 * len(KEYS)
     assert input_rows(result) == rows_per_file * (2 + NEW_FILES)
     assert input_rows(full) == rows_per_file * (FILES + NEW_FILES)
+    # A skipped file costs no micro-batch either (one file per batch, as v1 read them).
+    assert batches(result) == batches(full) - (FILES - 2)
+
+
+def test_a_changed_window_shape_emits_every_window_ending_after_the_seam_complete(spark, tmp_path, redeploy):
+    """10-minute windows become 15-minute ones: the new version emits each window ending after the
+    cutover watermark W, complete. The one open across W counts rows from before W, which the old
+    version counted in its own windows: the overlap the report's seam names."""
+    sql, _, archive, _ = redeploy
+    (replay,) = compare(sql + V1, sql + V15).replay
+    assert "the window shape changed, so new windows that start before W also count rows" in replay.seam
+    new_rows, result = run_collect(spark, sql + V15, tmp_path / "v15", fresh=True, take_over=str(archive))
+    (cutover,) = result.cutovers.values()
+
+    # The oracle, from how write_files made the input: each key bids once a minute, price = the minute.
+    # A window is emitted when the watermark (the latest bid - 1 s) passes its end.
+    epoch = calendar.timegm((2026, 1, 1, 0, 0, 0)) * 1000
+    minutes = (FILES + NEW_FILES) * 10
+    final_watermark = epoch + (minutes - 1) * 60_000 - 1000
+    expected = sorted(
+        (key, str(datetime.fromtimestamp((epoch + start * 60_000) / 1000)), sum(range(start, start + 15)))
+        for start in range(0, minutes, 15) for key in KEYS
+        if cutover.watermark_ms < epoch + (start + 15) * 60_000 <= final_watermark)
+    assert new_rows == expected
+    seam = datetime.fromtimestamp(cutover.watermark_ms / 1000)
+    assert any(datetime.fromisoformat(start) < seam for _, start, _ in new_rows), "a window open across W"
 
 
 def test_replay_none_skips_everything_the_old_version_read(spark, tmp_path, redeploy):
@@ -121,7 +159,7 @@ def test_a_take_over_that_cannot_be_honoured_is_refused_and_changes_nothing(spar
     finally:
         os.rename(aside, needed)
     (archive / "_stategate" / "job.sql").unlink()
-    with pytest.raises(TakeOverRefused, match="SQL is unknown"):
+    with pytest.raises(TakeOverRefused, match="the SQL that built the checkpoint is unknown"):
         run(spark, sql + V2, tmp_path / "v2", fresh=True, take_over=str(archive))
     assert sorted(p.name for p in archive.rglob("*")) == [n for n in before if n != "job.sql"]
     assert not (tmp_path / "v2").exists(), "a refused take-over leaves no checkpoint behind"
@@ -144,7 +182,7 @@ def test_only_the_same_sink_and_source_are_taken_over(spark, tmp_path, redeploy)
     (same,) = cutovers(storage, str(archive), build(sql + V2)).values()
     assert cut.new_source and not same.new_source
     assert (cut.watermark_ms, cut.cutoff_ms) == (same.watermark_ms, same.cutoff_ms), "the same seam"
-    assert cut.files() is None and same.files() is not None, "every file of the new source is read"
+    assert source_filter(cut) is None and source_filter(same) is not None, "every file of the new source is read"
 
 
 def test_a_take_over_killed_mid_write_is_retried_into_the_same_rows(spark, tmp_path, redeploy):
@@ -172,3 +210,40 @@ def test_a_take_over_killed_mid_write_is_retried_into_the_same_rows(spark, tmp_p
     assert job.kill_at("sink.placed:1") is not None, "killed between placing a file and the commit"
     job.finish()
     assert rows(clean) and rows(crashed) == rows(clean)
+
+
+def test_check_deployed_says_what_the_take_over_will_read(spark, tmp_path, redeploy):
+    """Before the deploy, ``stategate check --deployed`` reads the deployed checkpoint as the
+    take-over will read it once archived: the files and bytes a bounded take-over re-reads, beside
+    a full replay's; and, where a bounded take-over would be refused, why."""
+    sql, source, archive, _ = redeploy
+    job = tmp_path / "root" / "bids"
+    shutil.copytree(archive, job / "checkpoint")
+    (job / "deployment.json").write_text(json.dumps({"sql": sql + V1}))
+    new = tmp_path / "v2.sql"
+    new.write_text(sql + V2)
+
+    def check(form: str) -> str:
+        done = subprocess.run(
+            [str(Path(sys.executable).parent / "stategate"), "check", str(new), "--deployed",
+             f"file://{tmp_path / 'root'}", "--job", "bids", "--format", form],
+            capture_output=True, text=True, timeout=120, env={**os.environ, "AIRFLOW_HOME": str(tmp_path / "af")})
+        assert done.returncode == 0, done.stderr
+        return done.stdout
+
+    (replay,) = json.loads(check("json"))["replay"]
+    (cut,) = cutovers(HadoopStorage(spark), str(archive), build(sql + V2)).values()
+    size = {path.name: path.stat().st_size for path in source.glob("*.csv")}
+    old = [f"bids-{index:03d}.csv" for index in range(FILES)]
+    assert replay["volume"] == {"files": cut.replayed, "bytes": size["bids-006.csv"] + size["bids-007.csv"],
+                                "full_files": cut.read, "full_bytes": sum(size[name] for name in old)}
+    assert (cut.replayed, cut.read) == (2, FILES)
+    assert f"re-reads 2 of the {FILES} files the deployed version read" in check("markdown")
+
+    needed, aside = source / "bids-007.csv", tmp_path / "bids-007.csv"
+    os.rename(needed, aside)
+    try:
+        (replay,) = json.loads(check("json"))["replay"]
+    finally:
+        os.rename(aside, needed)
+    assert "bids-007.csv, which the replay must read again, is gone" in replay["volume"]["refused"]

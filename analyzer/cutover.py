@@ -1,0 +1,276 @@
+"""Where a cleared version stopped, and what the version taking over reads again: from its checkpoint.
+
+When a redeploy clears the state, the old version's checkpoint is archived, never written again. The
+new version starts with an empty checkpoint of its own and, per pipeline, reads from the archive:
+
+* the cutover watermark W: the watermark the old version's last committed batch ran with. Every
+  window ending at or before W was emitted by the old version; none ending after it was.
+* the files its source read, by the micro-batch that first read them (the source's own log numbers
+  its entries, the offset log says how far each batch had read). After batch ``b`` Spark's watermark
+  is at least (the latest event time in ``b``) - delay, so no row of a file first read in ``b`` is
+  later than watermark(b + 1) + delay. A file whose bound is before ``W - span`` (the new version's
+  replay span, :mod:`analyzer.replay`) holds no row of a window the new version will emit: it is
+  never opened. Offset files Spark has pruned are bounded by the next watermark it kept: watermarks
+  only rise, so the bound only loosens.
+
+Only Spark's checkpoint files are read, through any :class:`CheckpointFiles`: the engine reads the
+archive this way at take-over (through Hadoop), and ``stategate check --deployed`` and the Airflow
+gate read the deployed checkpoint the same way before deploying, to say what a take-over would cost
+(:func:`volumes`). Sources other than files (Kafka) and pipelines with more than one source (joins)
+cannot be bounded this way yet: they are refused by name, and the operator chooses a full replay.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, replace
+from typing import Any, Protocol
+
+from stategate.analyzer.build import build
+from stategate.analyzer.layout import watermark_of_offset_log
+from stategate.analyzer.model import JobModel, Pipeline
+from stategate.analyzer.report import Report
+from stategate.analyzer.replay import ReplayVolume, continued, replay_span, same_table, source_of
+from stategate.spark_jobs import RECORD_DIR, query_dir
+
+#: The replay policies: re-read what open windows need, everything, or nothing the old version read.
+BOUNDED, FULL, NONE = "bounded", "full", "none"
+REPLAY_POLICIES = (BOUNDED, FULL, NONE)
+
+
+class TakeOverRefused(RuntimeError):
+    """A bounded take-over cannot be honoured; nothing was read or changed."""
+
+
+class CheckpointFiles(Protocol):
+    """Read access to a checkpoint and the files its sources read, by the URIs Spark wrote."""
+
+    def exists(self, uri: str) -> bool: ...
+
+    def list(self, uri: str) -> list[str]: ...
+
+    def read_text(self, uri: str) -> str: ...
+
+    def size(self, uri: str) -> int: ...
+
+
+@dataclass(frozen=True)
+class Cutover:
+    """Where the old version of one pipeline stopped, and what the new version reads again.
+
+    :param watermark_ms: W, the watermark of the old version's last committed batch; None when the
+        pipeline's windows run on processing time (nothing to replay, nothing emitted twice)
+    :param cutoff_ms: ``W - span``: rows before it feed no window the new version emits
+    :param skipped: the old version's files the new version never opens: (path, modification time)
+        as the source's log names them
+    :param replayed: how many of the old version's files are read again
+    :param read: how many files the old version read
+    :param new_source: the old version never read the pipeline's source (another table, connector or
+        location): it is read from its startup mode
+    """
+
+    pipeline: str
+    watermark_ms: int | None
+    cutoff_ms: int | None
+    skipped: tuple[tuple[str, int], ...]
+    replayed: int
+    read: int
+    new_source: bool = False
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"watermark_ms": self.watermark_ms, "cutoff_ms": self.cutoff_ms, "replayed_files": self.replayed,
+                "archived_files": self.read, "skipped": [list(file) for file in self.skipped], "new_source": self.new_source}
+
+    @classmethod
+    def from_dict(cls, pipeline: str, data: dict[str, Any]) -> Cutover:
+        return cls(pipeline, data["watermark_ms"], data["cutoff_ms"], tuple((path, int(mtime)) for path, mtime in data["skipped"]),
+                   data["replayed_files"], data["archived_files"], data["new_source"])
+
+    def describe(self) -> str:
+        if self.new_source:
+            rows = "" if self.cutoff_ms is None else f" (rows from {self.cutoff_ms} ms on)"
+            seam = ("" if self.watermark_ms is None else
+                    f"; emits windows ending after the cutover watermark {self.watermark_ms} ms")
+            return (f"{self.pipeline}: its source is not what the old version read, so it is read from its "
+                    f"startup mode{rows}{seam}")
+        if self.watermark_ms is None:
+            return (f"{self.pipeline}: processing-time windows, nothing replayed; {self.read - self.replayed} files "
+                    "the old version read are skipped and windows open at the cutover start empty")
+        if self.cutoff_ms is None:
+            return (f"{self.pipeline}: no replay (--replay none): skips the {self.read} files the old version read; "
+                    f"emits windows ending after the cutover watermark {self.watermark_ms} ms")
+        return (f"{self.pipeline}: cutover watermark {self.watermark_ms} ms; re-reads {self.replayed} of the "
+                f"{self.read} files the old version read (rows from {self.cutoff_ms} ms on), then the files it "
+                "never read; emits windows ending after the cutover watermark")
+
+
+def cutovers(storage: CheckpointFiles, archived: str, model: JobModel, policy: str = BOUNDED) -> dict[str, Cutover]:
+    """The cutover of every pipeline of ``model`` that continues one the archived version ran (the
+    same sink at the same location, :func:`analyzer.replay.continued`), by name. Any other pipeline
+    has none: the old version wrote none of its rows, so it reads its sources from their startup mode."""
+    old = _old_model(storage, archived)
+    found = {}
+    for pipeline in model.pipelines:
+        before = continued(old, model, pipeline)
+        if before is None:
+            continue
+        found[pipeline.name] = cutover(storage, archived, model, pipeline, _delay(old, before), policy,
+                                       _same_source(old, model, before, pipeline))
+    return found
+
+
+def volumes(storage: CheckpointFiles, checkpoint: str, model: JobModel) -> dict[str, ReplayVolume]:
+    """What a bounded take-over from ``checkpoint`` would read of the old version's input, beside a
+    full replay, for each pipeline with a cutover (by name); where a bounded take-over would be
+    refused, why. Read only: this is the cost the gate and ``stategate check --deployed`` show."""
+    try:
+        old = _old_model(storage, checkpoint)
+    except TakeOverRefused as error:
+        return {p.name: ReplayVolume(refused=str(error)) for p in model.pipelines}
+    found = {}
+    for pipeline in model.pipelines:
+        before = continued(old, model, pipeline)
+        if before is None or not _same_source(old, model, before, pipeline):
+            continue  # the old version read none of what this one reads: nothing to count
+        try:
+            cut, files = _plan(storage, checkpoint, model, pipeline, _delay(old, before))
+        except TakeOverRefused as error:
+            found[pipeline.name] = ReplayVolume(refused=str(error))
+            continue
+        sizes = {path: storage.size(path) for path in files}
+        skipped = {path for path, _ in cut.skipped}
+        replayed = [path for path in files if path not in skipped]
+        found[pipeline.name] = ReplayVolume(len(replayed), sum(sizes[p] for p in replayed),
+                                            len(files), sum(sizes.values()))
+    return found
+
+
+def with_volumes(report: Report, storage: CheckpointFiles, checkpoint: str, model: JobModel) -> Report:
+    """``report`` with each pipeline's replay carrying what a take-over from ``checkpoint`` would read."""
+    found = volumes(storage, checkpoint, model)
+    return replace(report, replay=tuple(replace(r, volume=found[r.sink]) if r.sink in found else r
+                                        for r in report.replay))
+
+
+def _old_model(storage: CheckpointFiles, checkpoint: str) -> JobModel:
+    record = f"{checkpoint.rstrip('/')}/{RECORD_DIR}/job.sql"
+    if not storage.exists(record):
+        raise TakeOverRefused(f"take-over: {record} is missing, so the SQL that built the checkpoint is "
+                              "unknown; nothing was read or changed. Choose --replay full")
+    return build(storage.read_text(record), source=record)
+
+
+def _same_source(old: JobModel, new: JobModel, before: Pipeline, pipeline: Pipeline) -> bool:
+    source = source_of(pipeline)
+    return source is not None and source_of(before) == source and same_table(old, new, source)
+
+
+def _delay(model: JobModel, pipeline: Pipeline) -> int:
+    """The watermark delay the pipeline's source ran with."""
+    table = model.tables.get(source_of(pipeline) or "")
+    return (table.watermark_delay_ms or 0) if table is not None else 0
+
+
+def cutover(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pipeline, old_delay_ms: int,
+            policy: str = BOUNDED, same_source: bool = True) -> Cutover:
+    """The cutover of ``pipeline`` from its query in the archived checkpoint ``archived`` (read only).
+    ``old_delay_ms`` is the watermark delay the old version ran with: it bounds its files. Without
+    ``same_source`` the old version never read the pipeline's source: it is read from its startup
+    mode, and only the seam (windows ending after W) is taken over."""
+    return _plan(storage, archived, model, pipeline, old_delay_ms, policy, same_source)[0]
+
+
+def _plan(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pipeline, old_delay_ms: int,
+          policy: str = BOUNDED, same_source: bool = True) -> tuple[Cutover, dict[str, int]]:
+    """The cutover, and every file the old version read (by the entry of its source's log)."""
+    location = query_dir(archived, pipeline.name)
+    batches = _numbered(storage, f"{location}/commits")
+    if not batches:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: {location} has no committed batch; start with a full "
+                              "replay (--replay full)")
+    last = max(batches)
+    logs = {n: storage.read_text(f"{location}/offsets/{n}") for n in _numbered(storage, f"{location}/offsets")
+            if n <= last}
+    watermarks = {n: watermark_of_offset_log(text) for n, text in logs.items()}
+    if watermarks.get(last) is None:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: the offset log of batch {last} in {location} has no "
+                              "watermark; start with a full replay (--replay full)")
+    replay = replay_span(model, pipeline)
+    w = None if replay.processing_time else watermarks[last]
+    if not same_source:
+        cutoff = None if w is None or replay.span_ms is None else w - replay.span_ms
+        return Cutover(pipeline.name, w, cutoff, (), 0, 0, new_source=True), {}
+    sources = storage.list(f"{location}/sources")
+    if len(sources) != 1:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: a bounded replay reads one source per pipeline, this "
+                              f"one read {len(sources)}; choose --replay full or --replay none")
+    read_up_to = {n: _log_offset(text) for n, text in sorted(logs.items())}
+    if read_up_to[last] is None:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: the offset log of batch {last} in {location} is not a "
+                              "file source's (a Kafka source cannot be bounded here yet); choose --replay full")
+    files = _file_log(storage, sources[0], read_up_to[last], pipeline.name)
+    if w is None:
+        return Cutover(pipeline.name, None, None, _entries(files), 0, len(files)), files
+    if policy == NONE:  # the operator's choice: nothing the old version read, no window twice
+        return Cutover(pipeline.name, w, None, _entries(files), 0, len(files)), files
+    if replay.span_ms is None:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: {replay.note}; choose --replay full")
+    cutoff = w - replay.span_ms
+    kept = [n for n in sorted(watermarks) if n > 0]
+    skipped = []
+    for path, (entry, _) in files.items():
+        # The micro-batch that first read the file: the first whose offset reached its log entry
+        # (the earliest batch Spark kept, if it pruned the one that read it: a looser bound).
+        batch = next(n for n, offset in read_up_to.items() if offset is not None and offset >= entry)
+        after = next((watermarks[n] for n in kept if n > batch), None)  # the next watermark Spark kept
+        if batch < last and after is not None and after + old_delay_ms < cutoff:
+            skipped.append(path)
+        elif not storage.exists(path):
+            raise TakeOverRefused(f"take-over of {pipeline.name}: {path}, which the replay must read again, is gone "
+                                  "(the source's retention is shorter than the replay span); nothing was changed. "
+                                  "Choose --replay none to skip what the old version read")
+    return (Cutover(pipeline.name, w, cutoff, _entries({path: files[path] for path in skipped}),
+                    len(files) - len(skipped), len(files)), files)
+
+
+def _numbered(storage: CheckpointFiles, folder: str) -> list[int]:
+    names = (p.rsplit("/", 1)[-1] for p in storage.list(folder))
+    return [int(name) for name in names if name.isdigit()]
+
+
+def _log_offset(text: str) -> int | None:
+    """How far in its own log a file source had read when a batch ran: the source's line of one
+    ``offsets/`` file (``v1``, the batch metadata, then ``{"logOffset": n}``)."""
+    lines = text.splitlines()
+    try:
+        return int(json.loads(lines[2])["logOffset"])
+    except (IndexError, ValueError, KeyError, TypeError):
+        return None
+
+
+def _file_log(storage: CheckpointFiles, folder: str, up_to: int, pipeline: str) -> dict[str, tuple[int, int]]:
+    """Each file the source read: the entry of the source's own log that lists it (up to entry
+    ``up_to``) and its modification time. (Spark's file source log: one JSON line per file after
+    ``v1``; ``<n>.compact`` files hold the earlier ones.) The log numbers its entries itself: only
+    batches that found new files add one, so an entry is not a micro-batch number (the offset log
+    maps one to the other)."""
+    found: dict[str, tuple[int, int]] = {}
+    for log_file in storage.list(folder):
+        name = log_file.rsplit("/", 1)[-1]
+        if not name.removesuffix(".compact").isdigit():
+            continue
+        for line in storage.read_text(log_file).splitlines()[1:]:
+            try:
+                record = json.loads(line)
+                path, entry, mtime = record["path"], int(record["batchId"]), int(record["timestamp"])
+            except (ValueError, KeyError, TypeError):
+                raise TakeOverRefused(f"take-over of {pipeline}: {log_file} is not a file source's log (a Kafka "
+                                      "source cannot be bounded here yet); choose --replay full") from None
+            if entry <= up_to and (path not in found or entry < found[path][0]):
+                found[path] = (entry, mtime)
+    return found
+
+
+def _entries(files: dict[str, tuple[int, int]]) -> tuple[tuple[str, int], ...]:
+    """(path, modification time) of each file, in the source log's order (oldest entry first)."""
+    return tuple((path, mtime) for path, (_, mtime) in sorted(files.items(), key=lambda item: item[1]))

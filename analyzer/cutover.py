@@ -16,21 +16,27 @@ new version starts with an empty checkpoint of its own and, per pipeline, reads 
 Only Spark's checkpoint files are read, through any :class:`CheckpointFiles`: the engine reads the
 archive this way at take-over (through Hadoop), and ``stategate check --deployed`` and the Airflow
 gate read the deployed checkpoint the same way before deploying, to say what a take-over would cost
-(:func:`volumes`). Sources other than files (Kafka) and pipelines with more than one source (joins)
-cannot be bounded this way yet: they are refused by name, and the operator chooses a full replay.
+(:func:`volumes`).
+
+A Kafka source is bounded by the same reckoning, on offsets: the new version starts where the last
+batch whose rows all precede ``W - span`` ended (the offset log says where), or, where Spark pruned
+the log that far back, by record timestamp a margin earlier (:func:`_kafka_cutover`). Pipelines
+with more than one source (joins) cannot be bounded yet: they are refused by name, and the operator
+chooses a full replay.
 """
 
 from __future__ import annotations
 
 import json
 from dataclasses import dataclass, replace
+from collections.abc import Callable
 from typing import Any, Protocol
 
 from stategate.analyzer.build import build
 from stategate.analyzer.layout import watermark_of_offset_log
-from stategate.analyzer.model import JobModel, Pipeline
+from stategate.analyzer.model import IntervalJoin, JobModel, Pipeline
 from stategate.analyzer.report import Report
-from stategate.analyzer.replay import ReplayVolume, continued, replay_span, same_table, source_of
+from stategate.analyzer.replay import ReplayVolume, continued, kafka_margin_ms, replay_span, same_table, source_of
 from stategate.spark_jobs import RECORD_DIR, query_dir
 
 #: The replay policies: re-read what open windows need, everything, or nothing the old version read.
@@ -63,10 +69,14 @@ class Cutover:
     :param cutoff_ms: ``W - span``: rows before it feed no window the new version emits
     :param skipped: the old version's files the new version never opens: (path, modification time)
         as the source's log names them
-    :param replayed: how many of the old version's files are read again
+    :param replayed: how many of the old version's files (Kafka: messages) are read again
     :param read: how many files the old version read
     :param new_source: the old version never read the pipeline's source (another table, connector or
         location): it is read from its startup mode
+    :param joined: a window join: its sources are read from their startup modes, the seam kept
+    :param kafka: the source is a Kafka topic: where it starts is ``source_options``
+    :param source_options: Spark's ``startingOffsets`` or ``startingOffsetsByTimestamp``; none: the
+        table's startup mode
     """
 
     pipeline: str
@@ -76,23 +86,42 @@ class Cutover:
     replayed: int
     read: int
     new_source: bool = False
+    joined: bool = False
+    kafka: bool = False
+    source_options: tuple[tuple[str, str], ...] = ()
 
     def to_dict(self) -> dict[str, Any]:
         return {"watermark_ms": self.watermark_ms, "cutoff_ms": self.cutoff_ms, "replayed_files": self.replayed,
-                "archived_files": self.read, "skipped": [list(file) for file in self.skipped], "new_source": self.new_source}
+                "archived_files": self.read, "skipped": [list(file) for file in self.skipped],
+                "new_source": self.new_source, "joined": self.joined, "kafka": self.kafka, "source_options": dict(self.source_options)}
 
     @classmethod
     def from_dict(cls, pipeline: str, data: dict[str, Any]) -> Cutover:
-        return cls(pipeline, data["watermark_ms"], data["cutoff_ms"], tuple((path, int(mtime)) for path, mtime in data["skipped"]),
-                   data["replayed_files"], data["archived_files"], data["new_source"])
+        return cls(pipeline, data["watermark_ms"], data["cutoff_ms"],
+                   tuple((path, int(mtime)) for path, mtime in data["skipped"]), data["replayed_files"],
+                   data["archived_files"], data["new_source"], data["joined"], data["kafka"], tuple(data["source_options"].items()))
 
     def describe(self) -> str:
+        if self.joined:
+            rows = "" if self.cutoff_ms is None else f", rows from {self.cutoff_ms} ms on"
+            seam = ("" if self.watermark_ms is None else
+                    f"; emits windows ending after the cutover watermark {self.watermark_ms} ms")
+            return (f"{self.pipeline}: a window join: its sources are read from their startup modes (Spark's one "
+                    f"watermark, the minimum of theirs, bounds no single source's input){rows}{seam}")
         if self.new_source:
             rows = "" if self.cutoff_ms is None else f" (rows from {self.cutoff_ms} ms on)"
             seam = ("" if self.watermark_ms is None else
                     f"; emits windows ending after the cutover watermark {self.watermark_ms} ms")
             return (f"{self.pipeline}: its source is not what the old version read, so it is read from its "
                     f"startup mode{rows}{seam}")
+        if self.kafka:
+            start = ("from its startup mode" if not self.source_options else
+                     f"with {', '.join(f'{key}={value}' for key, value in self.source_options)}")
+            counted = f" (re-reads {self.replayed} messages the old version read)" if self.replayed else ""
+            rows = "" if self.cutoff_ms is None else f", rows from {self.cutoff_ms} ms on"
+            seam = ("" if self.watermark_ms is None else
+                    f"; emits windows ending after the cutover watermark {self.watermark_ms} ms")
+            return f"{self.pipeline}: its Kafka source starts {start}{counted}{rows}{seam}"
         if self.watermark_ms is None:
             return (f"{self.pipeline}: processing-time windows, nothing replayed; {self.read - self.replayed} files "
                     "the old version read are skipped and windows open at the cutover start empty")
@@ -137,11 +166,15 @@ def volumes(storage: CheckpointFiles, checkpoint: str, model: JobModel) -> dict[
         except TakeOverRefused as error:
             found[pipeline.name] = ReplayVolume(refused=str(error))
             continue
-        sizes = {path: storage.size(path) for path in files}
+        if cut.kafka:
+            if dict(cut.source_options).get("startingOffsets"):  # countable: from offsets the archive holds
+                found[pipeline.name] = ReplayVolume(messages=cut.replayed)
+            continue
+        sizes = {path: storage.size(path) for path in files if storage.exists(path)}
         skipped = {path for path, _ in cut.skipped}
         replayed = [path for path in files if path not in skipped]
         found[pipeline.name] = ReplayVolume(len(replayed), sum(sizes[p] for p in replayed),
-                                            len(files), sum(sizes.values()))
+                                            len(sizes), sum(sizes.values()))
     return found
 
 
@@ -197,6 +230,8 @@ def _plan(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pi
                               "watermark; start with a full replay (--replay full)")
     replay = replay_span(model, pipeline)
     w = None if replay.processing_time else watermarks[last]
+    if pipeline.join is not None:
+        return _join_cutover(pipeline, w, replay.span_ms, policy), {}
     if not same_source:
         cutoff = None if w is None or replay.span_ms is None else w - replay.span_ms
         return Cutover(pipeline.name, w, cutoff, (), 0, 0, new_source=True), {}
@@ -204,26 +239,28 @@ def _plan(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pi
     if len(sources) != 1:
         raise TakeOverRefused(f"take-over of {pipeline.name}: a bounded replay reads one source per pipeline, this "
                               f"one read {len(sources)}; choose --replay full or --replay none")
+    if replay.span_ms is None and w is not None and policy != NONE:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: {replay.note}; choose --replay full")
+    cutoff = None if w is None or policy == NONE or replay.span_ms is None else w - replay.span_ms
+    kept = [n for n in sorted(watermarks) if n > 0]
+
+    def skippable(batch: int) -> bool:
+        """After batch ``b`` the watermark is at least (its latest event time) - delay, so none of
+        its rows is later than the next watermark Spark kept + delay: before the cutoff, no row of
+        ``b`` feeds a window the new version emits."""
+        after = next((watermarks[n] for n in kept if n > batch), None)
+        return cutoff is not None and batch < last and after is not None and after + old_delay_ms < cutoff
+
     read_up_to = {n: _log_offset(text) for n, text in sorted(logs.items())}
     if read_up_to[last] is None:
-        raise TakeOverRefused(f"take-over of {pipeline.name}: the offset log of batch {last} in {location} is not a "
-                              "file source's (a Kafka source cannot be bounded here yet); choose --replay full")
+        return _kafka_cutover(model, pipeline, w, cutoff, logs, last, skippable, location), {}
     files = _file_log(storage, sources[0], read_up_to[last], pipeline.name)
-    if w is None:
-        return Cutover(pipeline.name, None, None, _entries(files), 0, len(files)), files
-    if policy == NONE:  # the operator's choice: nothing the old version read, no window twice
-        return Cutover(pipeline.name, w, None, _entries(files), 0, len(files)), files
-    if replay.span_ms is None:
-        raise TakeOverRefused(f"take-over of {pipeline.name}: {replay.note}; choose --replay full")
-    cutoff = w - replay.span_ms
-    kept = [n for n in sorted(watermarks) if n > 0]
     skipped = []
     for path, (entry, _) in files.items():
         # The micro-batch that first read the file: the first whose offset reached its log entry
         # (the earliest batch Spark kept, if it pruned the one that read it: a looser bound).
         batch = next(n for n, offset in read_up_to.items() if offset is not None and offset >= entry)
-        after = next((watermarks[n] for n in kept if n > batch), None)  # the next watermark Spark kept
-        if batch < last and after is not None and after + old_delay_ms < cutoff:
+        if cutoff is None or skippable(batch):
             skipped.append(path)
         elif not storage.exists(path):
             raise TakeOverRefused(f"take-over of {pipeline.name}: {path}, which the replay must read again, is gone "
@@ -231,6 +268,64 @@ def _plan(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pi
                                   "Choose --replay none to skip what the old version read")
     return (Cutover(pipeline.name, w, cutoff, _entries({path: files[path] for path in skipped}),
                     len(files) - len(skipped), len(files)), files)
+
+
+def _join_cutover(pipeline: Pipeline, w: int | None, span_ms: int | None, policy: str) -> Cutover:
+    """A window join reads several sources, and Spark keeps one watermark, the minimum of theirs: it
+    bounds no single source's input, so each source is read from its startup mode. The seam holds
+    all the same: rows before ``W - span`` (with ``--replay none``, before W) are dropped and only
+    windows ending after W are emitted. An interval join's rows have no window to hold a seam by:
+    it is refused."""
+    if isinstance(pipeline.join, IntervalJoin):
+        raise TakeOverRefused(f"take-over of {pipeline.name}: an interval join has no window end to hold the seam "
+                              "by; choose --replay full")
+    cutoff = None if w is None else w if policy == NONE else None if span_ms is None else w - span_ms
+    return Cutover(pipeline.name, w, cutoff, (), 0, 0, joined=True)
+
+
+def _kafka_cutover(model: JobModel, pipeline: Pipeline, w: int | None, cutoff: int | None, logs: dict[int, str],
+                   last: int, skippable: Callable[[int], bool], location: str) -> Cutover:
+    """Where the new version's Kafka source starts. Without a cutoff (processing time, or the
+    operator's ``none``): at the offsets the old version had read, so nothing is read twice. With
+    one: at the end of the last batch whose rows all precede the cutoff (the offset log still holds
+    it: exact, and Spark fails the query rather than skip offsets the topic no longer retains);
+    else, where Spark pruned that far back, by record timestamp: a record's timestamp is the
+    producer's or the broker's clock, not the event time, so it starts a margin earlier
+    (``stategate.replay.kafka-margin``) and drops rows before the cutoff by event time. Offsets are
+    given for every partition the old version read: a partition added since fails the start."""
+    offsets = {n: _kafka_offsets(text) for n, text in logs.items()}
+    if offsets[last] is None:
+        raise TakeOverRefused(f"take-over of {pipeline.name}: the offset log of batch {last} in {location} is "
+                              "neither a file source's nor a Kafka source's; choose --replay full")
+    if cutoff is None:
+        return Cutover(pipeline.name, w, None, (), 0, 0, kafka=True, source_options=_starting(offsets[last]))
+    before = [n for n in sorted(offsets) if offsets[n] is not None and skippable(n)]
+    if before:
+        start = offsets[before[-1]]
+        replayed = sum(offset - start.get(topic, {}).get(partition, 0)
+                       for topic, partitions in offsets[last].items() for partition, offset in partitions.items())
+        return Cutover(pipeline.name, w, cutoff, (), replayed, 0, kafka=True, source_options=_starting(start))
+    if min(offsets) == 0:  # nothing precedes the cutoff: everything from the startup mode
+        return Cutover(pipeline.name, w, cutoff, (), 0, 0, kafka=True)
+    since = cutoff - kafka_margin_ms(model)
+    by_time = {topic: {partition: since for partition in partitions} for topic, partitions in offsets[last].items()}
+    return Cutover(pipeline.name, w, cutoff, (), 0, 0, kafka=True, source_options=(
+        ("startingOffsetsByTimestamp", json.dumps(by_time, sort_keys=True)),
+        ("startingOffsetsByTimestampStrategy", "error")))
+
+
+def _kafka_offsets(text: str) -> dict[str, dict[str, int]] | None:
+    """A Kafka source's offsets in one ``offsets/`` file (``{"topic": {"partition": offset}}``)."""
+    lines = text.splitlines()
+    try:
+        found = json.loads(lines[2])
+        return {str(topic): {str(p): int(o) for p, o in partitions.items()} for topic, partitions in found.items()}
+    except (IndexError, ValueError, TypeError, AttributeError):
+        return None
+
+
+def _starting(offsets: dict[str, dict[str, int]]) -> tuple[tuple[str, str], ...]:
+    return (("startingOffsets", json.dumps(offsets, sort_keys=True)),)
 
 
 def _numbered(storage: CheckpointFiles, folder: str) -> list[int]:

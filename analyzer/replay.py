@@ -32,6 +32,10 @@ from stategate.analyzer.windows import Session, format_ms
 #: The job's own setting for how far a session window is replayed.
 SESSION_CAP = "stategate.replay.session-cap"
 DEFAULT_SESSION_CAP_MS = 3_600_000
+#: The job's own setting for how much earlier than the cutoff a Kafka source starts, by record
+#: timestamp, when the archived offsets no longer reach back that far.
+KAFKA_MARGIN = "stategate.replay.kafka-margin"
+DEFAULT_KAFKA_MARGIN_MS = 600_000
 #: Flink's allowed lateness of the legacy group window operator.
 ALLOW_LATENESS = "table.exec.emit.allow-lateness"
 #: What a processing-time window's replay says (and how it is recognised).
@@ -48,9 +52,11 @@ class ReplayVolume:
 
     :param files: files the old version read that a bounded take-over reads again
     :param bytes: their size
-    :param full_files: files the old version read: what a full replay reads again
+    :param full_files: files the old version read (that are still there): what a full replay reads again
     :param full_bytes: their size
     :param refused: why a bounded take-over cannot be honoured (then only full or none can run)
+    :param messages: a Kafka source's messages the old version read that a bounded take-over reads
+        again (its files and bytes are not counted)
     """
 
     files: int = 0
@@ -58,16 +64,22 @@ class ReplayVolume:
     full_files: int = 0
     full_bytes: int = 0
     refused: str = ""
+    messages: int | None = None
 
     def to_dict(self) -> dict[str, Any]:
         if self.refused:
             return {"refused": self.refused}
+        if self.messages is not None:
+            return {"messages": self.messages}
         return {"files": self.files, "bytes": self.bytes, "full_files": self.full_files,
                 "full_bytes": self.full_bytes}
 
     def describe(self) -> str:
         if self.refused:
             return f"a bounded take-over would be refused: {self.refused}"
+        if self.messages is not None:
+            return (f"a bounded take-over re-reads {self.messages:,} messages the deployed version read from Kafka; "
+                    "a full replay reads from the startup mode")
         return (f"a bounded take-over re-reads {self.files} of the {self.full_files} files the deployed version "
                 f"read ({format_bytes(self.bytes)} of {format_bytes(self.full_bytes)}); a full replay reads them all")
 
@@ -227,6 +239,12 @@ def _with_delay(model: JobModel, source: str, span: int | None, parts: list[str]
     if lateness:
         parts.append(f"allowed lateness {format_ms(lateness)}")
     return span + delay + lateness
+
+
+def kafka_margin_ms(model: JobModel) -> int:
+    """How much earlier than the cutoff a Kafka source starts by record timestamp: a record's
+    timestamp is the producer's or the broker's clock, which may run behind the event time."""
+    return _setting_ms(model, KAFKA_MARGIN, DEFAULT_KAFKA_MARGIN_MS)
 
 
 def _setting_ms(model: JobModel, key: str, default: int) -> int:

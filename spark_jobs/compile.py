@@ -85,15 +85,14 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
     the files no open window needs and its sink gets only windows ending after the cutover."""
     try:
         _check_supported(model, pipeline)
-        if cutover is not None and pipeline.join is not None:
-            raise SQLModelError("a bounded take-over of a join is not supported yet: choose --replay full")
         sink = model.tables.get(pipeline.sink) if pipeline.sink else None
         if pipeline.sink and sink is None:
             raise SQLModelError(f"INSERT INTO {pipeline.sink}: the sink table is not declared")
         sink_types = _sink_types(sink, len(pipeline.outputs))
         layouts = layout.pipelines[pipeline.name]
         if isinstance(pipeline.join, WindowJoin):
-            stream, finalize = _compile_window_join(spark, model, pipeline.join, layouts, location, sink_types)
+            stream, finalize = _compile_window_join(spark, model, pipeline.join, layouts, location, sink_types,
+                                                    cutover)
         elif isinstance(pipeline.join, IntervalJoin):
             stream, finalize = _compile_interval_join(spark, model, pipeline.join, layouts, location, sink_types)
         else:
@@ -208,9 +207,12 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
 
 
 def _compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin, layouts: tuple[StageLayout, ...],
-                        location: str, sink_types: Sequence[tuple[str, str]]) -> tuple[DataFrame, Finalize]:
+                        location: str, sink_types: Sequence[tuple[str, str]],
+                        cutover: Cutover | None = None) -> tuple[DataFrame, Finalize]:
     """Every branch of the join as a stage of one streaming query, joined per micro-batch
-    (:mod:`spark_jobs.joins`). ``layouts`` follows ``Pipeline.stages``: each branch's chain in turn."""
+    (:mod:`spark_jobs.joins`). ``layouts`` follows ``Pipeline.stages``: each branch's chain in turn.
+    A take-over's ``cutover`` holds for every branch: only windows ending after it are joined."""
+    after = cutover.watermark_ms if cutover is not None else None
     branches = []
     position = 0
     for index, branch in enumerate(join.branches):
@@ -219,11 +221,12 @@ def _compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin,
         position += len(chain)
         slices = SLICES_DIR if index == 0 else f"{SLICES_DIR}-{index}"
         if branch.aggregate.per_window:
-            stage = _compile_stage(spark, model, branch.aggregate.source, own[1:], location, slices)  # type: ignore[arg-type]
-            rows = _per_window(branch.aggregate, stage)
+            stage = _compile_stage(spark, model, branch.aggregate.source, own[1:], location, slices,  # type: ignore[arg-type]
+                                   cutover)
+            rows = _per_window(branch.aggregate, stage, after)
         else:
-            stage = _compile_stage(spark, model, branch.aggregate, own, location, slices)
-            rows = _finalizer(stage, branch.aggregate.outputs, None, ())
+            stage = _compile_stage(spark, model, branch.aggregate, own, location, slices, cutover)
+            rows = _finalizer(stage, branch.aggregate.outputs, None, (), after)
         branches.append(Branch(branch.alias, stage.stream, stage.assembler, rows))
     return joined_stream(branches), join_finalizer(join, branches, sink_types)
 
@@ -248,9 +251,11 @@ def _compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJ
     return joined_stream(branches), interval_finalizer(join, branches, location, reach, sink_types)
 
 
-def _per_window(aggregate: WindowAggregate, upstream: Stage) -> Callable[[DataFrame], DataFrame]:
+def _per_window(aggregate: WindowAggregate, upstream: Stage,
+                after_ms: int | None = None) -> Callable[[DataFrame], DataFrame]:
     """Closed windows of ``upstream`` → the rows of ``aggregate``, whose groups are whole windows
-    (``WindowAggregate.per_window``): an aggregation of the windows a micro-batch closes, with no state."""
+    (``WindowAggregate.per_window``): an aggregation of the windows a micro-batch closes, with no
+    state. With ``after_ms`` (a take-over's cutover watermark) only windows ending after it."""
     windows, mapping = _window_columns(upstream)
     keys = [to_column(k.value.expr, mapping).alias(f"g{i}") for i, k in enumerate(aggregate.group_keys)]
     values = [to_column(a.expr, mapping).alias(f"v{i}") for i, a in enumerate(aggregate.aggregates)]
@@ -258,9 +263,13 @@ def _per_window(aggregate: WindowAggregate, upstream: Stage) -> Callable[[DataFr
     own.update({a.expr_key: f"v{i}" for i, a in enumerate(aggregate.aggregates)})
     outputs = [to_column(o.value.expr, own).alias(o.name) for o in aggregate.outputs]
     exists = F.col(state.ROWS) > 0
+    new_windows = F.col("window_end") > F.timestamp_millis(F.lit(after_ms)) if after_ms is not None else None
 
     def rows(batch: DataFrame) -> DataFrame:
-        return batch.where(exists).select(*windows).groupBy(*keys).agg(*values).select(*outputs)
+        closed = batch.where(exists).select(*windows)
+        if new_windows is not None:
+            closed = closed.where(new_windows)
+        return closed.groupBy(*keys).agg(*values).select(*outputs)
 
     return rows
 
@@ -304,7 +313,7 @@ def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequ
     if table is None:
         raise SQLModelError(f"table {name} is read but not declared with CREATE TABLE")
     mapping = {sql_key(source_column(table.name, c.name)): c.name for c in table.columns if c.computed is None}
-    df = read_stream(spark, table)
+    df = read_stream(spark, table, dict(cutover.source_options) if cutover is not None else None)
     files = source_filter(cutover) if cutover is not None else None
     if files is not None:
         df = df.where(files)  # on the file source's own _metadata: Spark never opens those files

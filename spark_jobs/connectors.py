@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -109,7 +109,9 @@ def connector(table: Table) -> str:
 
 
 # --------------------------------------------------------------------------------- sources
-def read_stream(spark: SparkSession, table: Table) -> DataFrame:
+def read_stream(spark: SparkSession, table: Table, starting: Mapping[str, str] | None = None) -> DataFrame:
+    """Table ``table`` as a stream; ``starting`` says where a Kafka source starts instead of its
+    startup mode (a take-over's, :mod:`analyzer.cutover`)."""
     kind = connector(table)
     if kind == "filesystem":
         fmt = _format(table, FILE_FORMATS)
@@ -118,13 +120,14 @@ def read_stream(spark: SparkSession, table: Table) -> DataFrame:
             reader = reader.option("sep", table.options.get("csv.field-delimiter", ",")).option("mode", "FAILFAST")
         return reader.options(**_spark_options(table)).load(_option(table, "path"))
     if kind == "kafka":
-        raw = spark.readStream.format("kafka").options(**kafka_source_options(table)).load()
+        raw = spark.readStream.format("kafka").options(**kafka_source_options(table, starting)).load()
         return _decode(raw, table)
     raise SQLModelError(f"table {table.name}: the print connector cannot be read", line=table.line)
 
 
-def kafka_source_options(table: Table) -> dict[str, str]:
-    """Flink's Kafka table options as Spark's Kafka source options."""
+def kafka_source_options(table: Table, starting: Mapping[str, str] | None = None) -> dict[str, str]:
+    """Flink's Kafka table options as Spark's Kafka source options; ``starting`` replaces where it
+    starts (Spark reads it on a query's first start only: a restart continues from its checkpoint)."""
     options = {
         "kafka.bootstrap.servers": _option(table, "properties.bootstrap.servers"),
         "subscribe": _option(table, "topic"),
@@ -135,6 +138,7 @@ def kafka_source_options(table: Table) -> dict[str, str]:
         if key.startswith("properties.") and key != "properties.bootstrap.servers":
             options["kafka." + key[len("properties."):]] = value
     options.update(_spark_options(table))
+    options.update(starting or {})
     return options
 
 

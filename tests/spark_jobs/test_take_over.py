@@ -247,3 +247,50 @@ def test_check_deployed_says_what_the_take_over_will_read(spark, tmp_path, redep
     finally:
         os.rename(aside, needed)
     assert "bids-007.csv, which the replay must read again, is gone" in replay["volume"]["refused"]
+
+
+JOIN_DDL = "".join(DDL.split(";\n")[0].replace("Bid (", f"{name} (").replace("{path}", f"{{{name}}}") + ";\n"
+                   for name in ("BidA", "BidB")) + (
+    "CREATE TABLE J (item STRING, window_start TIMESTAMP(3), a BIGINT, b BIGINT) WITH ('connector' = 'print');\n")
+JOIN_V1 = ("INSERT INTO J SELECT A.item, A.ws, A.total, B.total FROM "
+           "(SELECT item, window_start AS ws, window_end AS we, SUM(price) AS total FROM TABLE(TUMBLE(TABLE BidA, "
+           "DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)) GROUP BY item, window_start, window_end) A JOIN "
+           "(SELECT item, window_start AS ws, window_end AS we, SUM(price) AS total FROM TABLE(TUMBLE(TABLE BidB, "
+           "DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)) GROUP BY item, window_start, window_end) B "
+           "ON A.item = B.item AND A.ws = B.ws AND A.we = B.we;")
+JOIN_V2 = JOIN_V1.replace("SELECT item,", "SELECT UPPER(item) AS item,").replace("GROUP BY item,", "GROUP BY UPPER(item),")
+
+
+def test_a_window_join_takes_over_with_the_seam_kept(spark, tmp_path):
+    """A join's sources are read from their startup modes (Spark's one watermark bounds neither
+    source's files), but the seam holds: each window once across the redeploy, and the new
+    version's windows complete, as the input says they are."""
+    for name in ("a", "b"):
+        write_files(tmp_path / name, 0, 4)
+    sql = JOIN_DDL.format(BidA=tmp_path / "a", BidB=tmp_path / "b")
+
+    def joined(script: str, checkpoint: Path, **options) -> tuple[list[tuple], object]:
+        rows: list = []
+        result = run(spark, sql + script, checkpoint, writers={"J": lambda df, _: rows.extend(df.collect())},
+                     **options)
+        return sorted((r["item"].lower(), str(r["window_start"]), r["a"], r["b"]) for r in rows), result
+
+    old_rows, _ = joined(JOIN_V1, tmp_path / "checkpoint", fresh=True)
+    (tmp_path / "archive").mkdir()
+    os.rename(tmp_path / "checkpoint", tmp_path / "archive" / "checkpoint")
+    for name in ("a", "b"):
+        write_files(tmp_path / name, 4, 2)
+    new_rows, result = joined(JOIN_V2, tmp_path / "v2", fresh=True, take_over=str(tmp_path / "archive" / "checkpoint"))
+
+    (cutover,) = result.cutovers.values()
+    assert cutover.joined and "a window join" in cutover.describe()
+    union = [(item, start) for item, start, _, _ in old_rows + new_rows]
+    assert len(union) == len(set(union)), "one row per key and window across the redeploy"
+    epoch = calendar.timegm((2026, 1, 1, 0, 0, 0)) * 1000
+    final_watermark = epoch + (6 * 10 - 1) * 60_000 - 1000
+    expected = sorted(
+        (key, str(datetime.fromtimestamp((epoch + start * 60_000) / 1000)), total, total)
+        for start in range(0, 60, 10) for key in KEYS
+        for total in (sum(range(start, start + 10)),)
+        if cutover.watermark_ms < epoch + (start + 10) * 60_000 <= final_watermark)
+    assert new_rows == expected and len(old_rows) == 3 * len(KEYS)

@@ -159,13 +159,15 @@ def volumes(storage: CheckpointFiles, checkpoint: str, model: JobModel) -> dict[
     found = {}
     for pipeline in model.pipelines:
         before = continued(old, model, pipeline)
-        if before is None or not _same_source(old, model, before, pipeline):
+        if before is None or (pipeline.join is None and not _same_source(old, model, before, pipeline)):
             continue  # the old version read none of what this one reads: nothing to count
         try:
             cut, files = _plan(storage, checkpoint, model, pipeline, _delay(old, before))
         except TakeOverRefused as error:
             found[pipeline.name] = ReplayVolume(refused=str(error))
             continue
+        if cut.joined:
+            continue  # its sources are read from their startup modes, as a full replay reads them
         if cut.kafka:
             if dict(cut.source_options).get("startingOffsets"):  # countable: from offsets the archive holds
                 found[pipeline.name] = ReplayVolume(messages=cut.replayed)

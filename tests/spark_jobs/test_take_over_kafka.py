@@ -1,4 +1,5 @@
-"""A take-over whose source is a Kafka topic: where the new version's source starts.
+"""A take-over whose source is a Kafka topic: where the new version's source starts (and an
+interval join, which no source makes a take-over of).
 
 No broker runs here (and no Maven repository serves the Kafka connector), so the archived
 checkpoint is written as Spark's Kafka source leaves it (``offsets/<n>``: the batch's watermark,
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from stategate.analyzer.build import build
-from stategate.analyzer.cutover import NONE, cutovers, volumes
+from stategate.analyzer.cutover import NONE, TakeOverRefused, cutovers, volumes
 from stategate.analyzer.replay import DEFAULT_KAFKA_MARGIN_MS
 from stategate.spark_jobs.connectors import kafka_source_options
 from stategate.spark_jobs.storage import HadoopStorage
@@ -90,10 +91,21 @@ def test_replay_none_starts_where_the_old_version_stopped_and_a_long_span_from_t
 
 
 def test_a_source_neither_files_nor_kafka_is_refused(spark, tmp_path):
-    from stategate.analyzer.cutover import TakeOverRefused
-
     checkpoint = archive(tmp_path)
     offsets = checkpoint / "S" / "offsets" / "6"
     offsets.write_text(offsets.read_text().rsplit("\n", 1)[0] + "\n42")
     with pytest.raises(TakeOverRefused, match="neither a file source's nor a Kafka source's"):
         cutovers(HadoopStorage(spark), str(checkpoint), build(DDL + V2))
+
+
+def test_an_interval_join_is_refused_before_the_deploy_and_at_the_take_over(spark, tmp_path):
+    """Its rows have no window end to hold the seam by: refused by name, in the estimate the gate
+    shows and when the take-over starts."""
+    interval = ("INSERT INTO S SELECT B.item, M.window_end, B.price FROM Bid B JOIN (SELECT item, MAX(price) AS top, "
+                "window_end FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)) "
+                "GROUP BY item, window_start, window_end) M ON B.item = M.item AND B.price = M.top "
+                "WHERE B.bidtime BETWEEN M.window_end - INTERVAL '1' MINUTE AND M.window_end;")
+    storage, checkpoint, model = HadoopStorage(spark), str(archive(tmp_path)), build(DDL + interval)
+    assert "an interval join has no window end" in volumes(storage, checkpoint, model)["S"].refused
+    with pytest.raises(TakeOverRefused, match="an interval join has no window end to hold the seam by"):
+        cutovers(storage, checkpoint, model)

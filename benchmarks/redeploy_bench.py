@@ -56,8 +56,9 @@ def write_files(source: Path, first: int, count: int, rows: int) -> None:
         os.utime(path, (1_700_000_000 + index, 1_700_000_000 + index))
 
 
-def run_job(work: Path, name: str, sql: str, *extra: str) -> float:
-    """One whole job process; its seconds."""
+def run_job(work: Path, name: str, sql: str, *extra: str) -> tuple[float, float]:
+    """One whole job process: its seconds, and the seconds its query spent catching up (from the
+    first batch's offsets to the last commit: the process's start-up, JVM and session, left out)."""
     script = work / f"{name}.sql"
     script.write_text(sql)
     started = time.perf_counter()
@@ -67,7 +68,10 @@ def run_job(work: Path, name: str, sql: str, *extra: str) -> float:
     elapsed = time.perf_counter() - started
     if result.returncode != 0:
         raise SystemExit(f"{name} failed ({result.returncode}):\n{result.stderr[-3000:]}")
-    return elapsed
+    query = work / f"{name}-checkpoint" / "S"
+    first = min(path.stat().st_mtime for path in (query / "offsets").iterdir() if path.name.isdigit())
+    last = max(path.stat().st_mtime for path in (query / "commits").iterdir() if path.name.isdigit())
+    return elapsed, last - first
 
 
 def estimated(work: Path, checkpoint: Path, ddl: str) -> dict:
@@ -102,7 +106,7 @@ def main() -> int:
         source = work / "bids"
         write_files(source, 0, files, args.rows)
         sink = work / "out"  # every version writes the same sink: v2 continues v1's table
-        v1 = run_job(work, "v1", DDL.format(source=source, sink=sink) + V1)
+        v1, _ = run_job(work, "v1", DDL.format(source=source, sink=sink) + V1)
         write_files(source, files, 6, args.rows)  # an hour arrives before the redeploy
         estimate = estimated(work, work / "v1-checkpoint", DDL.format(source=source, sink=sink))
         archive = work / "archive"
@@ -112,25 +116,26 @@ def main() -> int:
         print(f"before the deploy, `stategate check --deployed`: re-reads {estimate['files']} of "
               f"{estimate['full_files']} files ({estimate['bytes']:,} of {estimate['full_bytes']:,} bytes)")
 
-        best = {"bounded": float("inf"), "full": float("inf")}
+        best = {"bounded": (float("inf"), float("inf")), "full": (float("inf"), float("inf"))}
         for attempt in range(args.repeat):
             for side in ("bounded", "full"):  # alternating, so drift hits both sides alike
                 name = f"v2-{side}-{attempt}"
                 extra = ("--take-over", str(archive)) if side == "bounded" else ()
                 sql = DDL.format(source=source, sink=sink) + V2
-                best[side] = min(best[side], run_job(work, name, sql, *extra))
+                best[side] = min(best[side], run_job(work, name, sql, *extra))  # the best whole process
         taken = json.loads((work / "v2-bounded-0-checkpoint" / "_stategate" / "take-over.json").read_text())
         (cutover,) = taken["pipelines"].values()  # the take-over applied (a moved sink would get none)
         bounded_files = cutover["replayed_files"] + 6
         full_files = files + 6
-        print(f"\n{'v2 after a clear-state':<26}{'seconds':>9}{'files read':>12}{'bids read':>12}")
-        print(f"{'bounded (--take-over)':<26}{best['bounded']:>9.1f}{bounded_files:>12}{bounded_files * args.rows:>12,}")
-        print(f"{'full (fresh start)':<26}{best['full']:>9.1f}{full_files:>12}{full_files * args.rows:>12,}")
-        ratio = best["full"] / best["bounded"]
+        print(f"\n{'v2 after a clear-state':<24}{'process s':>10}{'query s':>9}{'files read':>12}{'bids read':>11}")
+        for side, label, read in (("bounded", "bounded (--take-over)", bounded_files),
+                                  ("full", "full (fresh start)", full_files)):
+            print(f"{label:<24}{best[side][0]:>10.1f}{best[side][1]:>9.1f}{read:>12}{read * args.rows:>11,}")
+        ratio, query_ratio = (best["full"][i] / best["bounded"][i] for i in (0, 1))
         assert estimate["files"] == cutover["replayed_files"], "the estimate before deploy is what the take-over read"
-        print(f"\nbounded is {ratio:.1f}x faster (target 10x: {'met' if ratio >= 10 else 'MISSED'}); it re-read "
-              f"{cutover['replayed_files']} of the {cutover['archived_files']} archived files "
-              f"(the span: TUMBLE 10 min + 1 s watermark delay)")
+        print(f"\nbounded is {ratio:.1f}x faster as a whole process (target 10x: {'met' if ratio >= 10 else 'MISSED'}), "
+              f"{query_ratio:.1f}x in the query; it re-read {cutover['replayed_files']} of the "
+              f"{cutover['archived_files']} archived files (the span: TUMBLE 10 min + 1 s watermark delay)")
         return 0 if ratio >= 10 else 1
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -20,16 +20,15 @@ gate read the deployed checkpoint the same way before deploying, to say what a t
 
 A Kafka source is bounded by the same reckoning, on offsets: the new version starts where the last
 batch whose rows all precede ``W - span`` ended (the offset log says where), or, where Spark pruned
-the log that far back, by record timestamp a margin earlier (:func:`_kafka_cutover`). Pipelines
-with more than one source (joins) cannot be bounded yet: they are refused by name, and the operator
-chooses a full replay.
+the log that far back, by record timestamp a margin earlier (:func:`_kafka_cutover`). A window
+join keeps the seam but reads its sources whole (:func:`_join_cutover`); an interval join is refused.
 """
 
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, replace
 from collections.abc import Callable
+from dataclasses import dataclass, replace
 from typing import Any, Protocol
 
 from stategate.analyzer.build import build

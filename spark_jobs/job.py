@@ -13,11 +13,13 @@ from pyspark.sql.streaming import StreamingQuery
 
 from stategate.analyzer import Report, SQLModelError, Verdict, build
 from stategate.analyzer.cutover import BOUNDED, FULL, REPLAY_POLICIES, Cutover, cutovers
+from stategate.analyzer.settings import ignored, spark_settings
 from stategate.spark_jobs import query_dir, takeover
 from stategate.spark_jobs.compile import CompiledPipeline, compile_pipeline
 from stategate.spark_jobs.connectors import BatchWriter, batch_writer
 from stategate.spark_jobs.guard import CheckpointGuard
 from stategate.spark_jobs.late_rows import late_rows
+from stategate.spark_jobs.session import check_settings, job_settings
 from stategate.spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.job")
@@ -71,6 +73,10 @@ def run(
         raise ValueError("--take-over starts a new checkpoint: it needs --fresh")
     if replay not in REPLAY_POLICIES:
         raise ValueError(f"unknown replay policy {replay!r}: use {', '.join(REPLAY_POLICIES)}")
+    settings = spark_settings(model)
+    check_settings(spark, settings, model.source)
+    if ignored(model):
+        log.warning("no meaning on Spark, so the job runs without: %s", ", ".join(ignored(model)))
     guard = CheckpointGuard(checkpoint, sql, model, storage)
     taken_from, taken = takeover.recorded(storage, checkpoint)
     if take_over is not None and take_over == taken_from and guard.holds_state():
@@ -101,9 +107,10 @@ def run(
     queries = []
     listener = late_rows(spark)
     try:
-        for pipeline, writer in zip(compiled, batch_writers):
-            queries.append(_start(pipeline, writer, query_dir(checkpoint, pipeline.pipeline.name), options))
-            listener.watch(queries[-1], pipeline.pipeline.name)
+        with job_settings(spark, settings):
+            for pipeline, writer in zip(compiled, batch_writers):
+                queries.append(_start(pipeline, writer, query_dir(checkpoint, pipeline.pipeline.name), options))
+                listener.watch(queries[-1], pipeline.pipeline.name)
         if wait:
             for query in queries:
                 query.awaitTermination()

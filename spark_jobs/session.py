@@ -4,15 +4,21 @@ from __future__ import annotations
 
 import os
 import sys
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
 
 from pyspark.sql import SparkSession
+
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.settings import DEFAULT_PARTITIONS, SHUFFLE_PARTITIONS
 
 #: Settings that change results or the checkpoint layout; fixed so that every run of a job agrees.
 JOB_CONF = {
     # Flink's TIMESTAMP has no zone: read and print wall-clock values unchanged.
     "spark.sql.session.timeZone": "UTC",
-    # Stored in the checkpoint at the first run; a restart must use the same number.
-    "spark.sql.shuffle.partitions": "4",
+    # The number of state partitions where a job sets none (its parallelism, analyzer.settings).
+    # Spark stores it in the checkpoint at the first run and keeps it on every restart.
+    SHUFFLE_PARTITIONS: DEFAULT_PARTITIONS,
     "spark.sql.streaming.stateStore.stateSchemaCheck": "true",
 }
 
@@ -37,3 +43,34 @@ def get_session(app_name: str = "stategate", master: str | None = None) -> Spark
 def _under_submit() -> bool:
     """spark-submit starts the driver with a JVM gateway already up and the master configured."""
     return "PYSPARK_GATEWAY_PORT" in os.environ
+
+
+def check_settings(spark: SparkSession, settings: Mapping[str, str], source: str) -> None:
+    """Refuse, before anything starts, a job setting the session cannot take: one stategate fixes,
+    or a static Spark setting (fixed when Spark starts: it belongs on spark-submit's command line)."""
+    for key, value in settings.items():
+        if key in JOB_CONF and key != SHUFFLE_PARTITIONS:
+            raise SQLModelError(f"SET '{key}' = '{value}': stategate runs every job with {key} = {JOB_CONF[key]}, "
+                                "which Flink's semantics need", source=source)
+        if not spark.conf.isModifiable(key):
+            raise SQLModelError(f"SET '{key}' = '{value}': a static Spark setting, fixed when Spark starts; pass it "
+                                f"as spark-submit --conf {key}={value}", source=source)
+
+
+@contextmanager
+def job_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+    """The job's Spark settings (:func:`analyzer.settings.spark_settings`) on the session while its
+    queries start. Each streaming query runs with a copy of the session made when it starts (and
+    its checkpoint keeps what its first batch ran with), so the session gets its own values back
+    after, for the next job it runs (a test session, a tool)."""
+    before = {key: spark.conf.get(key, None) for key in settings}
+    for key, value in settings.items():
+        spark.conf.set(key, value)
+    try:
+        yield
+    finally:
+        for key, value in before.items():
+            if value is None:
+                spark.conf.unset(key)
+            else:
+                spark.conf.set(key, value)

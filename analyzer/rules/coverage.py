@@ -10,16 +10,21 @@ from __future__ import annotations
 from typing import AbstractSet as Set
 
 from stategate.analyzer.layout import WIDTH_SETTINGS
+from stategate.analyzer.settings import (FLINK_TO_SPARK, SHUFFLE_PARTITIONS, STATE_STORE, ignored, state_settings,
+                                         written_as)
 from stategate.analyzer.model import JobModel, Pipeline, Table
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
 
 PREFIX = "stategate"
 
-#: Settings that tune the runtime, not the state: changing them is state-neutral.
-RUNTIME_SETTINGS = ("pipeline.name", "parallelism.default", "execution.checkpointing.",
-                    "execution.runtime-mode", "table.exec.resource.default-parallelism",
+#: Settings that tune the runtime, not the state: changing them is state-neutral. (Parallelism
+#: and the state backend are not: Spark fixes them in the checkpoint, :mod:`analyzer.settings`.)
+RUNTIME_SETTINGS = ("pipeline.name", "execution.checkpointing.", "execution.runtime-mode",
                     "table.exec.mini-batch.", "stategate.replay.")
+#: What each setting a checkpoint keeps for its life is called in a finding.
+_STATE_SETTINGS = {SHUFFLE_PARTITIONS: ("parallelism", "the number of state partitions"),
+                   STATE_STORE: ("state-backend", "the state store")}
 
 
 def check(change: Change) -> list[Finding]:
@@ -122,9 +127,15 @@ def output_expressions(change: Change) -> list[Finding]:
 
 
 def settings(old: JobModel, new: JobModel) -> list[Finding]:
-    findings = []
+    before_state, after_state = state_settings(old), state_settings(new)
+    findings = [Finding(f"{PREFIX}.setting.{rule}", INCOMPATIBLE,
+                        f"{what} changes from {before_state[key]} to {after_state[key]}: Spark keeps a checkpoint's "
+                        f"{what} for its life (Flink rescales its key groups, Spark does not), so the new value "
+                        "takes effect only with new state", written_as(old, key), written_as(new, key))
+                for key, (rule, what) in _STATE_SETTINGS.items() if before_state[key] != after_state[key]]
     for key in sorted(set(old.settings) | set(new.settings)):
-        if key.startswith("table.exec.emit.") or old.settings.get(key) == new.settings.get(key):
+        if (key.startswith("table.exec.emit.") or key in FLINK_TO_SPARK or key in _STATE_SETTINGS
+                or old.settings.get(key) == new.settings.get(key)):
             continue
         before = f"SET '{key}' = '{old.settings[key]}'" if key in old.settings else "(unset)"
         after = f"SET '{key}' = '{new.settings[key]}'" if key in new.settings else "(unset)"
@@ -140,4 +151,8 @@ def settings(old: JobModel, new: JobModel) -> list[Finding]:
             findings.append(Finding(f"{PREFIX}.setting.changed", UNKNOWN,
                                     f"setting {key} changed; no rule covers its effect on state",
                                     before, after))
+    unused = ignored(new)
+    if unused:
+        findings.append(Finding(f"{PREFIX}.setting.ignored", FULL,
+                                f"no meaning on Spark, so the job runs without: {', '.join(unused)}"))
     return findings

@@ -1,0 +1,74 @@
+"""A job's SET statements on Spark: the mapping table, and the verdict when one of them fixes the state."""
+
+from __future__ import annotations
+
+import pytest
+
+from stategate.analyzer import SQLModelError, Verdict, build, compare
+from stategate.analyzer.settings import (DEFAULT_PARTITIONS, HDFS_BACKED, ROCKSDB, SHUFFLE_PARTITIONS, STATE_STORE,
+                                         ignored, spark_settings, state_settings)
+from tests.analyzer.seed_cases import legacy
+
+JOB = legacy("a, SUM(b)")
+
+
+def job(*settings: str) -> str:
+    return "".join(f"SET '{key}' = '{value}';\n" for key, value in (s.split("=", 1) for s in settings)) + JOB
+
+
+@pytest.mark.parametrize("settings, expected", [
+    ((), {}),
+    (("parallelism.default=64",), {SHUFFLE_PARTITIONS: "64"}),
+    (("table.exec.resource.default-parallelism=16",), {SHUFFLE_PARTITIONS: "16"}),
+    (("parallelism.default=64", "table.exec.resource.default-parallelism=16"), {SHUFFLE_PARTITIONS: "16"}),
+    (("parallelism.default=64", "table.exec.resource.default-parallelism=-1"), {SHUFFLE_PARTITIONS: "64"}),
+    (("parallelism.default=64", "spark.sql.shuffle.partitions=8"), {SHUFFLE_PARTITIONS: "8"}),
+    (("state.backend.type=rocksdb",), {STATE_STORE: ROCKSDB}),
+    (("state.backend=filesystem",), {STATE_STORE: HDFS_BACKED}),
+    (("state.backend=rocksdb", "state.backend.type=hashmap"), {STATE_STORE: HDFS_BACKED}),
+    (("spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled=true",),
+     {"spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled": "true"}),
+])
+def test_flink_settings_map_to_spark_settings(settings, expected) -> None:
+    assert spark_settings(build(job(*settings))) == expected
+
+
+@pytest.mark.parametrize("setting, problem", [
+    ("parallelism.default=0", "a parallelism is a whole number of at least 1"),
+    ("parallelism.default=many", "a parallelism is a whole number of at least 1"),
+    ("state.backend.type=forst", "Spark runs the state backends filesystem, hashmap, jobmanager, rocksdb"),
+])
+def test_a_value_spark_cannot_take_is_refused_by_name(setting, problem) -> None:
+    with pytest.raises(SQLModelError, match=f"SET '{setting.split('=')[0]}'.*{problem}"):
+        spark_settings(build(job(setting)))
+
+
+def test_settings_without_a_spark_meaning_are_named() -> None:
+    model = build(job("pipeline.name=bids", "table.exec.state.ttl=1 h", "stategate.state.slots=4",
+                      "parallelism.default=2", "spark.sql.shuffle.partitions=2"))
+    assert ignored(model) == ["pipeline.name", "table.exec.state.ttl"]
+    finding = next(f for f in compare(JOB, job("pipeline.name=bids")).findings if f.rule.endswith("setting.ignored"))
+    assert finding.effect is Verdict.FULL and "pipeline.name" in finding.message
+
+
+@pytest.mark.parametrize("before, after, rule", [
+    ((), ("parallelism.default=8",), "stategate.setting.parallelism"),
+    (("parallelism.default=8",), ("table.exec.resource.default-parallelism=16",), "stategate.setting.parallelism"),
+    (("spark.sql.shuffle.partitions=8",), ("parallelism.default=4",), "stategate.setting.parallelism"),
+    ((), ("state.backend.type=rocksdb",), "stategate.setting.state-backend"),
+])
+def test_a_changed_parallelism_or_state_backend_needs_new_state(before, after, rule) -> None:
+    report = compare(job(*before), job(*after))
+    assert report.verdict is Verdict.INCOMPATIBLE
+    (finding,) = [f for f in report.findings if f.rule == rule]
+    assert "takes effect only with new state" in finding.message
+
+
+@pytest.mark.parametrize("before, after", [
+    ((), (f"parallelism.default={DEFAULT_PARTITIONS}",)),
+    (("parallelism.default=8",), ("spark.sql.shuffle.partitions=8",)),
+    (("state.backend=filesystem",), ("state.backend.type=hashmap",)),
+])
+def test_the_same_state_settings_spelled_another_way_keep_the_state(before, after) -> None:
+    assert state_settings(build(job(*before))) == state_settings(build(job(*after)))
+    assert compare(job(*before), job(*after)).verdict is Verdict.FULL

@@ -1,0 +1,40 @@
+"""A job's SET statements reach Spark: its parallelism and state backend shape the checkpoint, a
+static Spark setting is refused before anything is written, and the session keeps its own values."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from stategate.analyzer import SQLModelError
+from stategate.analyzer.settings import ROCKSDB, SHUFFLE_PARTITIONS, STATE_STORE
+from stategate.spark_jobs.job import run
+from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
+
+QUERY = ("SELECT supplier_id, window_start, SUM(price) AS total FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), "
+         "INTERVAL '10' MINUTES)) GROUP BY supplier_id, window_start, window_end")
+
+
+def test_parallelism_and_state_backend_shape_the_checkpoint(spark, tmp_path) -> None:
+    sql = bid_ddl(seed_bids(tmp_path)) + QUERY
+    flink = "SET 'parallelism.default' = '3';\nSET 'state.backend.type' = 'rocksdb';\n"
+    rows = collect(spark, flink + sql, tmp_path / "checkpoint")
+    query = tmp_path / "checkpoint" / "select#1"
+    conf = json.loads((query / "offsets" / "0").read_text().splitlines()[1])["conf"]
+    assert (conf[SHUFFLE_PARTITIONS], conf[STATE_STORE]) == ("3", ROCKSDB), "what Spark keeps for the checkpoint"
+    assert sorted(p.name for p in (query / "state" / "0").iterdir() if p.name.isdigit()) == ["0", "1", "2"]
+    assert spark.conf.get(SHUFFLE_PARTITIONS) == "4", "the session keeps its own settings"
+    assert rows == collect(spark, sql, tmp_path / "default"), "the same rows as with stategate's defaults"
+
+
+@pytest.mark.parametrize("setting, problem", [
+    ("spark.executor.memory' = '2g", "a static Spark setting.*spark-submit --conf spark.executor.memory=2g"),
+    ("spark.sql.session.timeZone' = 'Europe/Paris", "stategate runs every job with spark.sql.session.timeZone = UTC"),
+])
+def test_a_setting_the_session_cannot_take_is_refused_before_anything_starts(spark, tmp_path, setting,
+                                                                              problem) -> None:
+    sql = f"SET '{setting}';\n" + bid_ddl(seed_bids(tmp_path)) + QUERY
+    with pytest.raises(SQLModelError, match=problem):
+        run(spark, sql, tmp_path / "checkpoint", writers={"select#1": lambda df, _: None})
+    assert not (tmp_path / "checkpoint").exists()

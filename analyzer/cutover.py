@@ -98,28 +98,23 @@ class Cutover:
     def from_dict(cls, pipeline: str, data: dict[str, Any]) -> Cutover:
         return cls(pipeline, data["watermark_ms"], data["cutoff_ms"],
                    tuple((path, int(mtime)) for path, mtime in data["skipped"]), data["replayed_files"],
-                   data["archived_files"], data["new_source"], data["joined"], data["kafka"], tuple(data["source_options"].items()))
+                   data["archived_files"], data["new_source"], data["joined"], data["kafka"],
+                   tuple(data["source_options"].items()))
 
     def describe(self) -> str:
+        rows = "" if self.cutoff_ms is None else f", rows from {self.cutoff_ms} ms on"
+        seam = "" if self.watermark_ms is None else \
+            f"; emits windows ending after the cutover watermark {self.watermark_ms} ms"
         if self.joined:
-            rows = "" if self.cutoff_ms is None else f", rows from {self.cutoff_ms} ms on"
-            seam = ("" if self.watermark_ms is None else
-                    f"; emits windows ending after the cutover watermark {self.watermark_ms} ms")
             return (f"{self.pipeline}: a window join: its sources are read from their startup modes (Spark's one "
                     f"watermark, the minimum of theirs, bounds no single source's input){rows}{seam}")
         if self.new_source:
-            rows = "" if self.cutoff_ms is None else f" (rows from {self.cutoff_ms} ms on)"
-            seam = ("" if self.watermark_ms is None else
-                    f"; emits windows ending after the cutover watermark {self.watermark_ms} ms")
             return (f"{self.pipeline}: its source is not what the old version read, so it is read from its "
                     f"startup mode{rows}{seam}")
         if self.kafka:
             start = ("from its startup mode" if not self.source_options else
                      f"with {', '.join(f'{key}={value}' for key, value in self.source_options)}")
             counted = f" (re-reads {self.replayed} messages the old version read)" if self.replayed else ""
-            rows = "" if self.cutoff_ms is None else f", rows from {self.cutoff_ms} ms on"
-            seam = ("" if self.watermark_ms is None else
-                    f"; emits windows ending after the cutover watermark {self.watermark_ms} ms")
             return f"{self.pipeline}: its Kafka source starts {start}{counted}{rows}{seam}"
         if self.watermark_ms is None:
             return (f"{self.pipeline}: processing-time windows, nothing replayed; {self.read - self.replayed} files "

@@ -7,6 +7,7 @@ import sys
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 
+from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from stategate.analyzer.errors import SQLModelError
@@ -47,26 +48,33 @@ def _under_submit() -> bool:
 
 def check_settings(spark: SparkSession, settings: Mapping[str, str], source: str) -> None:
     """Refuse, before anything starts, a job setting the session cannot take: one stategate fixes,
-    or a static Spark setting (fixed when Spark starts: it belongs on spark-submit's command line)."""
+    or one Spark fixes when it starts (it belongs on spark-submit's command line). Spark's own rule
+    decides (its SQL settings' registry does not know, for one, RocksDB's, which it reads at run
+    time): each is set on the session, and the session's own values come back."""
     for key, value in settings.items():
         if key in JOB_CONF and key != SHUFFLE_PARTITIONS:
             raise SQLModelError(f"SET '{key}' = '{value}': stategate runs every job with {key} = {JOB_CONF[key]}, "
                                 "which Flink's semantics need", source=source)
-        if not spark.conf.isModifiable(key):
-            raise SQLModelError(f"SET '{key}' = '{value}': a static Spark setting, fixed when Spark starts; pass it "
-                                f"as spark-submit --conf {key}={value}", source=source)
+    with job_settings(spark, settings, source):
+        pass
 
 
 @contextmanager
-def job_settings(spark: SparkSession, settings: Mapping[str, str]) -> Iterator[None]:
+def job_settings(spark: SparkSession, settings: Mapping[str, str], source: str = "<sql>") -> Iterator[None]:
     """The job's Spark settings (:func:`analyzer.settings.spark_settings`) on the session while its
     queries start. Each streaming query runs with a copy of the session made when it starts (and
     its checkpoint keeps what its first batch ran with), so the session gets its own values back
     after, for the next job it runs (a test session, a tool)."""
-    before = {key: spark.conf.get(key, None) for key in settings}
-    for key, value in settings.items():
-        spark.conf.set(key, value)
+    before: dict[str, str | None] = {}
     try:
+        for key, value in settings.items():
+            previous = spark.conf.get(key, None)
+            try:
+                spark.conf.set(key, value)
+            except AnalysisException:
+                raise SQLModelError(f"SET '{key}' = '{value}': a setting Spark fixes when it starts; pass it as "
+                                    f"spark-submit --conf {key}={value}", source=source) from None
+            before[key] = previous
         yield
     finally:
         for key, value in before.items():

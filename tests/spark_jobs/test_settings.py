@@ -18,18 +18,21 @@ QUERY = ("SELECT supplier_id, window_start, SUM(price) AS total FROM TABLE(TUMBL
 
 def test_parallelism_and_state_backend_shape_the_checkpoint(spark, tmp_path) -> None:
     sql = bid_ddl(seed_bids(tmp_path)) + QUERY
-    flink = "SET 'parallelism.default' = '3';\nSET 'state.backend.type' = 'rocksdb';\n"
+    flink = ("SET 'parallelism.default' = '3';\nSET 'state.backend.type' = 'rocksdb';\n"
+             "SET 'spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled' = 'true';\n")
     rows = collect(spark, flink + sql, tmp_path / "checkpoint")
     query = tmp_path / "checkpoint" / "select#1"
     conf = json.loads((query / "offsets" / "0").read_text().splitlines()[1])["conf"]
     assert (conf[SHUFFLE_PARTITIONS], conf[STATE_STORE]) == ("3", ROCKSDB), "what Spark keeps for the checkpoint"
     assert sorted(p.name for p in (query / "state" / "0").iterdir() if p.name.isdigit()) == ["0", "1", "2"]
+    assert list((query / "state" / "0" / "0").glob("*.changelog")), "RocksDB's own setting reached it"
     assert spark.conf.get(SHUFFLE_PARTITIONS) == "4", "the session keeps its own settings"
     assert rows == collect(spark, sql, tmp_path / "default"), "the same rows as with stategate's defaults"
 
 
 @pytest.mark.parametrize("setting, problem", [
-    ("spark.executor.memory' = '2g", "a static Spark setting.*spark-submit --conf spark.executor.memory=2g"),
+    ("spark.executor.memory' = '2g", "a setting Spark fixes when it starts.*spark-submit --conf spark.executor.memory=2g"),
+    ("spark.sql.warehouse.dir' = '/tmp/w", "a setting Spark fixes when it starts.*--conf spark.sql.warehouse.dir=/tmp/w"),
     ("spark.sql.session.timeZone' = 'Europe/Paris", "stategate runs every job with spark.sql.session.timeZone = UTC"),
 ])
 def test_a_setting_the_session_cannot_take_is_refused_before_anything_starts(spark, tmp_path, setting,

@@ -9,7 +9,7 @@ export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))
 # spark-submit (from the pyspark package) must be on PATH for Airflow's SparkSubmitOperator.
 export PATH := $(abspath $(VENV)/bin):$(PATH)
 
-.PHONY: demo test bench reliability nexmark check-java clean
+.PHONY: demo test docs bench reliability nexmark check-java clean
 
 $(STAMP): pyproject.toml constraints.txt | check-java
 	$(PYTHON) -m venv $(VENV)
@@ -27,7 +27,12 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(MAKE) docs
 	$(PY) -m pytest -q
+
+# --strict: a broken link, a page missing from the navigation or an undocumented operator keyword fails.
+docs: $(STAMP)
+	cd docs && $(abspath $(VENV))/bin/mkdocs build --strict --quiet
 
 bench: $(STAMP)
 	$(PY) benchmarks/analyzer_bench.py

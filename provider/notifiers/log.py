@@ -16,6 +16,8 @@ class LogVerdictNotifier(BaseNotifier):
     ``stategate_verdict``, ``stategate_meaning`` (what the verdict means for the state),
     ``stategate_report`` (JSON-ready dict) and ``stategate_markdown``; any :class:`BaseNotifier`
     (Slack, SMTP, ...) can use those in its templates, e.g. ``"{{ stategate_markdown }}"``.
+
+    :param message: what is logged, as a warning (templated)
     """
 
     template_fields = ("message",)

@@ -17,6 +17,9 @@ class StateApprovalOperator(HITLBranchOperator):
     ``defaults``) is :class:`HITLBranchOperator`'s.
 
     :param gate_task_id: the gate whose report to show
+    :param restart_task_id: the branch the answer "Restart from the checkpoint" follows
+    :param clear_task_id: the branch the answer "Clear the state and start fresh" follows
+    :param subject: the request's title in Airflow's Required Actions
     """
 
     RESTART = "Restart from the checkpoint"

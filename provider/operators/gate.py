@@ -40,7 +40,11 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
     :param conn_id: connection for an object-store root (templated; empty: none)
     :param checkpoint_root: where checkpoints, archives and staged SQL live when not under ``root``
         (for example records on S3, checkpoints on the cluster's HDFS) (templated; empty: under ``root``)
-    :param on_unknown: ``"approve"``, ``"clear_state"`` or ``"fail"``
+    :param on_unknown: ``"approve"``, ``"clear_state"`` or ``"fail"`` (templated)
+    :param restart_task_id: the branch that restarts from the checkpoint (FULL, PARTIAL)
+    :param clear_task_id: the branch that archives the state first (INCOMPATIBLE)
+    :param first_deploy_task_id: the branch of a job with no deployed version or no state
+    :param approval_task_id: the branch where a human decides (UNKNOWN with ``on_unknown="approve"``)
     :param notifiers: called on INCOMPATIBLE and UNKNOWN verdicts (default: log the report)
     :param lock_wait: seconds to wait while another run redeploys the job, before failing (default 0)
     :param stale_lock_after: take over a lock older than this even if its run cannot be looked up

@@ -1,0 +1,206 @@
+"""Production scale: Spark's own window aggregation beside stategate's, both on RocksDB state.
+
+Every other figure comes from a million bids over 500 keys in 10 files, where JVM start and
+per-batch overhead dominate and every state fits in memory. Here the bids are spread over many keys
+and read one file per micro-batch, and both engines run Spark's RocksDB state store with changelog
+checkpointing (its jar ships with pyspark): Spark's built-in ``window()`` / ``session_window()``
+written as a competent user would (``window_bench.builtin_frame``), and stategate's compiled job
+with ``SET 'state.backend.type' = 'rocksdb'``. Whole processes, alternating, best of ``--repeat``.
+Printed per window kind: seconds and the ratio (built-in / stategate: above 1 stategate is
+faster), state rows, checkpoint bytes on disk at the end, the bytes each micro-batch wrote into
+the checkpoint (first, median and last batch: what grows with the retained state shows here),
+the peak resident memory of the JVM (driver and executors: ``local[2]`` runs both in one), and
+whether both wrote the same rows. Everything is generated here; nothing is downloaded.
+
+    .venv/bin/python benchmarks/scale_bench.py [--quick] [--repeat 1] [--only NAME]
+
+The default size is the issue's production size (10M bids, 100k keys, 100 files); ``--quick``
+(200k bids, 2k keys, 20 files) keeps a run to minutes on two cores.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.window_bench import ROOT, SCHEMA, Case, builtin_frame, generate, job_sql, same_rows
+from stategate.analyzer.settings import ROCKSDB, STATE_STORE
+
+PRESETS = {"production": {"rows": 10_000_000, "keys": 100_000, "minutes": 1440, "files": 100},
+           "quick": {"rows": 200_000, "keys": 2_000, "minutes": 600, "files": 20}}
+CASES = [
+    Case("TUMBLE 1 min", "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)", "tumble", 1),
+    Case("SESSION 5 min gap", "SESSION(TABLE Bid PARTITION BY supplier, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES)",
+         "session", 5),
+    Case("HOP 10 min / 1 min", "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '10' MINUTES)",
+         "hop", 10, 1),
+    Case("HOP 60 min / 1 min", "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)",
+         "hop", 60, 1),
+    Case("CUMULATE 60 min / 1 min",
+         "CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)", "cumulate", 60, 1),
+]
+CHANGELOG = "spark.sql.streaming.stateStore.rocksdb.changelogCheckpointing.enabled"
+#: Both engines' state store: RocksDB with changelog checkpointing; stategate's job says it in SQL.
+ROCKSDB_CONF = {STATE_STORE: ROCKSDB, CHANGELOG: "true"}
+ROCKSDB_SQL = f"SET 'state.backend.type' = 'rocksdb';\nSET '{CHANGELOG}' = 'true';\n"
+
+
+def written_since(root: Path, since: float) -> int:
+    """Bytes of the files under ``root`` last written after ``since``."""
+    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and p.stat().st_mtime > since)
+
+
+def child(engine: str, case: Case, source: Path, work: Path) -> None:
+    """Run one engine on one case in this process and print its figures as JSON."""
+    from pyspark.sql import functions as F
+    from pyspark.sql.streaming import StreamingQueryListener
+
+    from stategate.spark_jobs.job import run
+    from stategate.spark_jobs.session import get_session
+
+    spark = get_session(f"scale-{engine}")
+    spark.sparkContext.setLogLevel("ERROR")
+    output, checkpoint = work / "out", work / "ck"
+    per_batch: list[int] = []
+
+    class Writes(StreamingQueryListener):
+        """After each micro-batch: the bytes it wrote into the checkpoint."""
+
+        last = time.time()
+
+        def onQueryStarted(self, event) -> None:
+            pass
+
+        def onQueryProgress(self, event) -> None:
+            now = time.time()
+            per_batch.append(written_since(checkpoint, self.last))
+            self.last = now
+
+        def onQueryIdle(self, event) -> None:
+            pass
+
+        def onQueryTerminated(self, event) -> None:
+            pass
+
+    spark.streams.addListener(Writes())
+    started = time.perf_counter()
+    if engine == "builtin":
+        for key, value in ROCKSDB_CONF.items():
+            spark.conf.set(key, value)
+        frame = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).csv(str(source))
+                 .withWatermark("bidtime", "5 seconds"))
+        result = builtin_frame(case, frame).select(
+            F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
+            "supplier", "bids", "total", "top")
+        query = (result.writeStream.outputMode("append").format("parquet").option("path", str(output))
+                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+        query.awaitTermination()
+    else:
+        query = run(spark, ROCKSDB_SQL + job_sql(source, output, case.tvf), checkpoint).queries[0]
+    seconds = time.perf_counter() - started
+    time.sleep(2)  # the listener hears of the last batch a moment after the query ends
+    progress = [p for p in query.recentProgress if p]
+    jvm = spark.sparkContext._jvm.java.lang.ProcessHandle.current().pid()
+    status = Path(f"/proc/{jvm}/status").read_text()
+    peak_kb = int(next(line.split()[1] for line in status.splitlines() if line.startswith("VmHWM:")))
+    print(json.dumps({
+        "query_seconds": seconds,
+        "batches": len(progress),
+        "state_rows": max((sum(o["numRowsTotal"] for o in p["stateOperators"]) for p in progress), default=0),
+        "checkpoint_bytes": written_since(checkpoint, 0),
+        "per_batch": per_batch,
+        "jvm_peak_mb": peak_kb / 1024,
+        "python_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
+    }))
+
+
+def measure(engine: str, case: Case, source: Path, work: Path, cap: float) -> dict:
+    shutil.rmtree(work, ignore_errors=True)
+    work.mkdir(parents=True)
+    command = [sys.executable, __file__, "--child", engine, "--case", case.name, "--source", str(source),
+               "--work", str(work)]
+    started = time.perf_counter()
+    try:
+        done = subprocess.run(command, capture_output=True, text=True, timeout=cap, cwd=ROOT,
+                              env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+    except subprocess.TimeoutExpired:
+        return {"seconds": cap, "capped": True, "output": work / "out"}
+    if done.returncode != 0:
+        errors = [line for line in done.stderr.splitlines() if "Exception" in line or "Error" in line]
+        return {"error": (errors or [f"exit {done.returncode}"])[0][:200]}
+    figures = json.loads(done.stdout.strip().splitlines()[-1])
+    return {**figures, "seconds": time.perf_counter() - started, "output": work / "out"}
+
+
+def batches(measured: dict) -> str:
+    """Bytes written into the checkpoint by the first, the median and the last micro-batch, in KB."""
+    written = measured.get("per_batch") or [0]
+    return f"{written[0] / 1024:,.0f}/{statistics.median(written) / 1024:,.0f}/{written[-1] / 1024:,.0f}"
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--quick", action="store_true", help="200k bids, 2k keys, 20 files")
+    parser.add_argument("--repeat", type=int, default=1, help="alternating runs per case; the best counts")
+    parser.add_argument("--cap", type=float, default=3600, help="seconds before a run is stopped")
+    parser.add_argument("--only", help="run only the cases whose name contains this text")
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.child:
+        child(args.child, next(c for c in CASES if c.name == args.case), args.source, args.work)
+        return 0
+
+    size = PRESETS["quick" if args.quick else "production"]
+    work = Path(tempfile.mkdtemp(prefix="stategate-scale-"))
+    try:
+        generate(work / "bids", size["rows"], size["keys"], size["minutes"], size["files"])
+        print(f"{size['rows']:,} bids / {size['keys']:,} keys, {size['minutes']} min of event time, {size['files']} "
+              f"files (one per micro-batch), RocksDB state with changelog checkpointing, local[2], whole "
+              f"processes, alternating, best of {args.repeat}\n")
+        print(f"{'window':<25}{'built-in s':>11}{'stategate s':>12}{'ratio':>7}{'state rows b / s':>20}"
+              f"{'checkpoint MB b / s':>21}{'KB a batch b (1st/med/last)':>29}{'s (1st/med/last)':>19}"
+              f"{'JVM peak MB b / s':>19}  same rows")
+        failures = 0
+        for case in CASES:
+            if args.only and args.only not in case.name:
+                continue
+            runs: dict[str, list[dict]] = {"builtin": [], "stategate": []}
+            for attempt in range(args.repeat):
+                for engine in runs:
+                    runs[engine].append(measure(engine, case, work / "bids", work / f"{engine}{attempt}", args.cap))
+            builtin, mine = (min(r, key=lambda m: ("error" in m, m.get("seconds", 0))) for r in runs.values())
+            if "error" in builtin or "error" in mine:
+                failures += 1
+                print(f"{case.name:<25}FAILED: {builtin.get('error') or mine.get('error')}", flush=True)
+                continue
+            capped = builtin.get("capped") or mine.get("capped")
+            same = None if capped else same_rows(builtin["output"], mine["output"])[0]
+            failures += same is False
+            state = f"{builtin.get('state_rows', 0):,} / {mine.get('state_rows', 0):,}"
+            disk = f"{builtin.get('checkpoint_bytes', 0) / 2**20:,.1f} / {mine.get('checkpoint_bytes', 0) / 2**20:,.1f}"
+            memory = f"{builtin.get('jvm_peak_mb', 0):,.0f} / {mine.get('jvm_peak_mb', 0):,.0f}"
+            verdict = "n/a (capped)" if same is None else "yes" if same else "NO"
+            print(f"{case.name:<25}{builtin['seconds']:>11.1f}{mine['seconds']:>12.1f}"
+                  f"{builtin['seconds'] / mine['seconds']:>7.2f}{state:>20}{disk:>21}{batches(builtin):>29}"
+                  f"{batches(mine):>19}{memory:>19}  {verdict}", flush=True)
+        return 1 if failures else 0
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

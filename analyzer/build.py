@@ -30,7 +30,7 @@ _DIALECT = Flink()
 
 @dataclass(frozen=True)
 class Statement:
-    node: exp.Expression
+    node: exp.Expr
     line: int
     text: str
 
@@ -45,7 +45,7 @@ def parse_statements(sql: str, source: str = "<sql>") -> list[Statement]:
     script = prepare(sql, source)
     sql = script.text
     statements: list[Statement] = []
-    bodies: dict[str, exp.Expression] = {}  # INSERT bodies parsed so far, by their text
+    bodies: dict[str, exp.Expr] = {}  # INSERT bodies parsed so far, by their text
     sets = _StatementSets(source)
     for span in script.statements():
         text = sql[span.start:span.end].rstrip()
@@ -179,7 +179,7 @@ def _build(sql: str, source: str) -> JobModel:
     view_models: dict[str, View] = {}
     functions: dict[str, Function] = {}
     settings: dict[str, str] = {}
-    queries: list[tuple[Statement, str | None, exp.Expression]] = []
+    queries: list[tuple[Statement, str | None, exp.Expr]] = []
     for statement in statements:
         try:
             _dispatch(statement, tables, views, view_models, functions, settings, queries)
@@ -261,7 +261,7 @@ def _dispatch(statement, tables, views, view_models, functions, settings, querie
         )
 
 
-def _with_leading_ctes(insert: exp.Insert) -> exp.Expression:
+def _with_leading_ctes(insert: exp.Insert) -> exp.Expr:
     """The query of an INSERT, with the common tables of a ``WITH ... INSERT INTO`` before it (sqlglot
     hangs those on the INSERT): they are in scope of the query as if written after INSERT INTO."""
     query, leading = insert.expression, insert.args.get("with_")
@@ -329,11 +329,11 @@ def _table(node: exp.Create, line: int) -> Table:
     return Table(name, tuple(columns), options, rowtime, watermark, delay, proctime, line, partition_keys)
 
 
-def _is_proctime(node: exp.Expression) -> bool:
+def _is_proctime(node: exp.Expr) -> bool:
     return isinstance(node, exp.Anonymous) and node.name.upper() == "PROCTIME"
 
 
-def _own_column(node: exp.Expression, table: str, columns: Mapping[str, exp.ColumnDef]) -> exp.Expression:
+def _own_column(node: exp.Expr, table: str, columns: Mapping[str, exp.ColumnDef]) -> exp.Expr:
     """In a computed column, a reference to another column of the table (``price``), or to a field
     of one of its ROW columns (``bid.dateTime``), resolved."""
     if not isinstance(node, exp.Column):
@@ -344,7 +344,7 @@ def _own_column(node: exp.Expression, table: str, columns: Mapping[str, exp.Colu
     return field_access(source_column(table, parts[0]), parts[1:])
 
 
-def _watermark_delay(strategy: exp.Expression, rowtime: str) -> int | None:
+def _watermark_delay(strategy: exp.Expr, rowtime: str) -> int | None:
     """Delay of ``ts - INTERVAL ...`` (0 for ``ts``); None for strategies Spark cannot express."""
     if isinstance(strategy, exp.Column) and strategy.name == rowtime:
         return 0

@@ -210,7 +210,7 @@ def cutover(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: 
 
 
 def _plan(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pipeline, old_delay_ms: int,
-          policy: str = BOUNDED, same_source: bool = True) -> tuple[Cutover, dict[str, int]]:
+          policy: str = BOUNDED, same_source: bool = True) -> tuple[Cutover, dict[str, tuple[int, int]]]:
     """The cutover, and every file the old version read (by the entry of its source's log)."""
     location = query_dir(archived, pipeline.name)
     batches = _numbered(storage, f"{location}/commits")
@@ -248,9 +248,10 @@ def _plan(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pi
         return cutoff is not None and batch < last and after is not None and after + old_delay_ms < cutoff
 
     read_up_to = {n: _log_offset(text) for n, text in sorted(logs.items())}
-    if read_up_to[last] is None:
+    up_to = read_up_to[last]
+    if up_to is None:
         return _kafka_cutover(model, pipeline, w, cutoff, logs, last, skippable, location), {}
-    files = _file_log(storage, sources[0], read_up_to[last], pipeline.name)
+    files = _file_log(storage, sources[0], up_to, pipeline.name)
     skipped = []
     for path, (entry, _) in files.items():
         # The micro-batch that first read the file: the first whose offset reached its log entry
@@ -289,22 +290,23 @@ def _kafka_cutover(model: JobModel, pipeline: Pipeline, w: int | None, cutoff: i
     producer's or the broker's clock, not the event time, so it starts a margin earlier
     (``stategate.replay.kafka-margin``) and drops rows before the cutoff by event time. Offsets are
     given for every partition the old version read: a partition added since fails the start."""
-    offsets = {n: _kafka_offsets(text) for n, text in logs.items()}
-    if offsets[last] is None:
+    offsets = {n: read for n, text in logs.items() if (read := _kafka_offsets(text)) is not None}
+    latest = offsets.get(last)
+    if latest is None:
         raise TakeOverRefused(f"take-over of {pipeline.name}: the offset log of batch {last} in {location} is "
                               "neither a file source's nor a Kafka source's; choose --replay full")
     if cutoff is None:
-        return Cutover(pipeline.name, w, None, (), 0, 0, kafka=True, source_options=_starting(offsets[last]))
-    before = [n for n in sorted(offsets) if offsets[n] is not None and skippable(n)]
+        return Cutover(pipeline.name, w, None, (), 0, 0, kafka=True, source_options=_starting(latest))
+    before = [n for n in sorted(offsets) if skippable(n)]
     if before:
         start = offsets[before[-1]]
         replayed = sum(offset - start.get(topic, {}).get(partition, 0)
-                       for topic, partitions in offsets[last].items() for partition, offset in partitions.items())
+                       for topic, partitions in latest.items() for partition, offset in partitions.items())
         return Cutover(pipeline.name, w, cutoff, (), replayed, 0, kafka=True, source_options=_starting(start))
-    if min(offsets) == 0:  # nothing precedes the cutoff: everything from the startup mode
+    if min(logs) == 0:  # nothing precedes the cutoff: everything from the startup mode
         return Cutover(pipeline.name, w, cutoff, (), 0, 0, kafka=True)
     since = cutoff - kafka_margin_ms(model)
-    by_time = {topic: {partition: since for partition in partitions} for topic, partitions in offsets[last].items()}
+    by_time = {topic: {partition: since for partition in partitions} for topic, partitions in latest.items()}
     return Cutover(pipeline.name, w, cutoff, (), 0, 0, kafka=True, source_options=(
         ("startingOffsetsByTimestamp", json.dumps(by_time, sort_keys=True)),
         ("startingOffsetsByTimestampStrategy", "error")))

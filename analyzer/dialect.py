@@ -73,7 +73,7 @@ class SystemFunction(exp.Property):
     """``SYSTEM`` of ``CREATE TEMPORARY SYSTEM FUNCTION``: a function without a catalog namespace.
     For state, it is a function like any other."""
 
-    arg_types: dict = {}
+    arg_types: t.ClassVar[dict[str, t.Any]] = {}
 
 
 class FunctionLanguage(exp.Property):
@@ -163,9 +163,9 @@ class FlinkParser(parser.Parser):
 
     def _parse_function_language(self) -> FunctionLanguage:
         language = self._parse_var_or_string()
-        if language is None:
+        if language is None:  # raise_error returns when the parser collects its errors
             self.raise_error("LANGUAGE needs JAVA, SCALA or PYTHON")
-        return self.expression(FunctionLanguage(this=exp.var(language.name.upper())))
+        return self.expression(FunctionLanguage(this=exp.var(language.name.upper() if language else "")))
 
     def _parse_join(self, *args: t.Any, **kwargs: t.Any) -> exp.Join | None:
         # Likewise ``FROM t,``: sqlglot drops a comma join whose table does not parse.

@@ -45,7 +45,7 @@ def unit_ms(unit: str) -> int:
     return _UNIT_MS[name]
 
 
-def interval_ms(node: exp.Expression) -> int:
+def interval_ms(node: exp.Expr) -> int:
     """Milliseconds of an INTERVAL literal (see the module's docstring); a clear error otherwise."""
     if not isinstance(node, exp.Interval):
         raise SQLModelError(f"expected an INTERVAL literal, found {_clip(node.sql())!r}")
@@ -79,7 +79,7 @@ def duration_ms(text: str) -> int:
     return int(ms)
 
 
-def _unit_name(unit: exp.Expression) -> str:
+def _unit_name(unit: exp.Expr) -> str:
     """``MINUTE`` of ``MINUTE`` and of ``MINUTE(3)`` (a leading precision, parsed as a call)."""
     if isinstance(unit, exp.Var):
         return unit.name
@@ -88,7 +88,7 @@ def _unit_name(unit: exp.Expression) -> str:
     raise SQLModelError(f"unsupported interval unit {_clip(unit.sql())!r}")
 
 
-def _span_ms(text: str, first: str, last: str, node: exp.Expression) -> Decimal:
+def _span_ms(text: str, first: str, last: str, node: exp.Expr) -> Decimal:
     """``'1 10:30'`` of ``DAY TO MINUTE``: the fields from ``first`` to ``last``, the day parted by a
     space, the rest by colons, seconds with a fraction; every field after the first in its range."""
     names = [name for name, _ in _SPAN_FIELDS]
@@ -124,7 +124,7 @@ def _example(fields: tuple[tuple[str, int | None], ...]) -> str:
     return text
 
 
-def _whole(ms: Decimal, node: exp.Expression) -> int:
+def _whole(ms: Decimal, node: exp.Expr) -> int:
     try:
         whole = ms.to_integral_value()
     except InvalidOperation:

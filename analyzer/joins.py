@@ -33,7 +33,7 @@ from stategate.analyzer.model import (
 from stategate.analyzer.scope import Relation, Scope, conjuncts, time_attribute, window_field_of
 
 
-def join_of(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Expression]],
+def join_of(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Expr]],
             tables: Mapping[str, Table]) -> WindowJoin | IntervalJoin | None:
     """The join of ``select`` (which aggregates nothing over the joined rows) if the Spark job runs
     it; ``items`` is its SELECT list, stars expanded."""
@@ -43,19 +43,20 @@ def join_of(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Express
         return None
 
 
-def _window_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Expression]]) -> WindowJoin | None:
+def _window_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Expr]]) -> WindowJoin | None:
     """The query as a window join, if it is one: every input a window aggregation (of one window
     shape), each joined on equal window_start and window_end with an input before it, and
     nothing aggregated over the joined rows. None for any other join (or none)."""
     joins = select.args.get("joins") or []
     where = select.args.get("where")
-    relations = scope.relations
-    if not joins or any(isinstance(j.this, LateralTable) for j in joins) \
-            or None in relations or any(r.aggregate is None or r.topn is not None for r in relations.values()) \
+    relations = _named(scope)
+    if not joins or any(isinstance(j.this, LateralTable) for j in joins) or relations is None \
             or not _joins_only_here(scope, joins):
         return None
-    shapes = {_window_of(r.aggregate).shape for r in relations.values()}  # type: ignore[arg-type]
-    if len(shapes) != 1 or None in shapes:
+    inputs = [r.aggregate for r in relations.values() if r.topn is None]
+    windows = [_window_of(a) if a is not None else None for a in inputs]
+    if len(inputs) != len(relations) or len({w.shape if w is not None else None for w in windows}) != 1 \
+            or windows[0] is None:
         return None
     aliases = list(relations)
     kinds, conditions = [], []
@@ -73,15 +74,15 @@ def _window_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Ex
                      for alias, relation in relations.items())
     return WindowJoin(branches, tuple(kinds), tuple(conditions), filters, _outputs(scope, items))
 
-def _interval_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Expression]],
+def _interval_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Expr]],
                    tables: Mapping[str, Table]) -> IntervalJoin | None:
     """The query as an interval join, if it is one: a stream (a table, or a filtered view of one)
     INNER JOINed with a window aggregation, with its event time bounded on both sides by one
     window attribute, and nothing aggregated over the joined rows. None for any other join."""
     joins = select.args.get("joins") or []
     where = select.args.get("where")
-    relations = scope.relations
-    if len(joins) != 1 or None in relations or len(relations) != 2 \
+    relations = _named(scope)
+    if len(joins) != 1 or relations is None or len(relations) != 2 \
             or not _joins_only_here(scope, joins):
         return None
     join = joins[0]
@@ -108,17 +109,23 @@ def _interval_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.
                                 time, *bounds, _outputs(scope, items))
     return None
 
-def _outputs(scope: Scope, items: list[tuple[str, exp.Expression]]) -> tuple[Output, ...]:
+def _outputs(scope: Scope, items: list[tuple[str, exp.Expr]]) -> tuple[Output, ...]:
     """The SELECT list over the joined rows, reading the inputs' columns (:meth:`Scope.branch`)."""
     return tuple(Output(name, Resolved.of(_in_branches(scope, node), node), "expression") for name, node in items)
 
-def _in_branches(scope: Scope, node: exp.Expression) -> exp.Expression:
+def _in_branches(scope: Scope, node: exp.Expr) -> exp.Expr:
     node = node.unalias() if isinstance(node, exp.Alias) else node
 
-    def rewrite(n: exp.Expression) -> exp.Expression:
+    def rewrite(n: exp.Expr) -> exp.Expr:
         return scope.branch(n) if isinstance(n, exp.Column) and not isinstance(n.this, exp.Star) else n
 
     return node.copy().transform(rewrite, copy=False)
+
+
+def _named(scope: Scope) -> dict[str, Relation] | None:
+    """The scope's inputs by alias, or None when one has no name (a join's inputs all have one)."""
+    named = {alias: relation for alias, relation in scope.relations.items() if alias is not None}
+    return named if len(named) == len(scope.relations) else None
 
 
 def _window_of(aggregate: WindowAggregate) -> Window | None:
@@ -141,7 +148,7 @@ def _is_stream(relation: Relation) -> bool:
         and not relation.udtfs and relation.rank is None and relation.topn is None and not relation.open_columns
 
 
-def _time_bounds(parts: list[exp.Expression], time: exp.Column, window: str,
+def _time_bounds(parts: list[exp.Expr], time: exp.Column, window: str,
                  fields: set[str]) -> tuple[str, int, int] | None:
     """``(window column, lower ms, upper ms)`` when the conjuncts bound ``time`` on both sides by one
     window column of branch ``window``: ``time BETWEEN x - lower AND x + upper`` (or ``>=`` and ``<=``)."""
@@ -149,7 +156,7 @@ def _time_bounds(parts: list[exp.Expression], time: exp.Column, window: str,
     highs: dict[str, int] = {}
     key = sql_key(time)
     for conjunct in parts:
-        pairs: list[tuple[exp.Expression, exp.Expression, bool]] = []  # (time side, bound side, is lower)
+        pairs: list[tuple[exp.Expr, exp.Expr, bool]] = []  # (time side, bound side, is lower)
         if isinstance(conjunct, exp.Between):
             pairs = [(conjunct.this, conjunct.args["low"], True), (conjunct.this, conjunct.args["high"], False)]
         elif isinstance(conjunct, (exp.GTE, exp.GT, exp.LTE, exp.LT)):
@@ -166,7 +173,7 @@ def _time_bounds(parts: list[exp.Expression], time: exp.Column, window: str,
     return (both[0], lows[both[0]], highs[both[0]]) if both else None
 
 
-def _offset_from(node: exp.Expression, window: str, fields: set[str]) -> tuple[str, int] | None:
+def _offset_from(node: exp.Expr, window: str, fields: set[str]) -> tuple[str, int] | None:
     """``(window column, ms)`` for ``W.x``, ``W.x + INTERVAL ...`` or ``W.x - INTERVAL ...``."""
     sign, offset = 1, 0
     if isinstance(node, (exp.Add, exp.Sub)) and isinstance(node.expression, exp.Interval):
@@ -181,10 +188,10 @@ def _offset_from(node: exp.Expression, window: str, fields: set[str]) -> tuple[s
     return None
 
 
-def _joins_on_windows(condition: exp.Expression, scope: Scope, alias: str, earlier: list[str]) -> bool:
+def _joins_on_windows(condition: exp.Expr, scope: Scope, alias: str, earlier: list[str]) -> bool:
     """Whether ``condition`` equates branch ``alias``'s window_start and window_end with those of an
     earlier branch (Flink's window join condition)."""
-    def window_field(column: exp.Expression) -> tuple[str, str | None] | None:
+    def window_field(column: exp.Expr) -> tuple[str, str | None] | None:
         if not isinstance(column, exp.Column) or not column.table.startswith(BRANCH_MARKER):
             return None
         owner = column.table[len(BRANCH_MARKER):]
@@ -194,10 +201,10 @@ def _joins_on_windows(condition: exp.Expression, scope: Scope, alias: str, earli
     for conjunct in conjuncts(condition):
         if not isinstance(conjunct, exp.EQ):
             continue
-        sides = window_field(conjunct.this), window_field(conjunct.expression)
-        if None in sides or sides[0][1] != sides[1][1] or sides[0][1] not in ("window_start", "window_end"):
+        left, right = window_field(conjunct.this), window_field(conjunct.expression)
+        if left is None or right is None or left[1] != right[1] or left[1] not in ("window_start", "window_end"):
             continue
-        owners = {sides[0][0], sides[1][0]}
+        owners = {left[0], right[0]}
         if alias in owners and owners - {alias} and (owners - {alias}).pop() in earlier:
-            equated.setdefault(sides[0][1], set()).add(alias)
+            equated.setdefault(left[1], set()).add(alias)
     return all(alias in equated.get(name, ()) for name in ("window_start", "window_end"))

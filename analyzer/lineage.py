@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
-from typing import Callable, Iterator, Mapping
+from typing import Callable, Iterator, Mapping, TypeGuard
 
 from sqlglot import exp
 
@@ -130,7 +130,7 @@ class Resolver:
         if table is None:
             # Seed examples compare scripts without DDL: an undeclared table exposes any column.
             return Relation(columns={}, names=(), source=name, open_columns=True)
-        columns: dict[str, exp.Expression] = {}
+        columns: dict[str, exp.Expr] = {}
         for column in table.columns:
             columns[column.name] = (
                 column.computed.expr.copy() if column.computed
@@ -138,7 +138,7 @@ class Resolver:
             )
         return Relation(columns=columns, names=tuple(c.name for c in table.columns), source=name)
 
-    def from_item(self, node: exp.Expression) -> tuple[str | None, Relation]:
+    def from_item(self, node: exp.Expr) -> tuple[str | None, Relation]:
         alias = node.alias_or_name if isinstance(node, (exp.Table, exp.Subquery)) else None
         if isinstance(node, exp.Table):
             if isinstance(node.this, exp.TableFromRows):
@@ -185,12 +185,12 @@ class Resolver:
         self,
         kind: str,
         operator: str,
-        time_attr: exp.Expression,
-        written_attr: exp.Expression,
-        intervals: list[exp.Expression],
+        time_attr: exp.Expr,
+        written_attr: exp.Expr,
+        intervals: list[exp.Expr],
         base: Relation,
         partition: tuple[Resolved, ...],
-        node: exp.Expression,
+        node: exp.Expr,
     ) -> Window:
         ms = []
         for interval in intervals:
@@ -212,7 +212,7 @@ class Resolver:
             written=node.sql(dialect="flink"),
         )
 
-    def _time_kind(self, attr: exp.Expression) -> str:
+    def _time_kind(self, attr: exp.Expr) -> str:
         if isinstance(attr, exp.Column) and attr.table.startswith(WINDOW_MARKER):
             return "rowtime" if attr.name == "window_time" else "proctime"
         rowtimes = (time_attribute(table) for table in self.tables.values())
@@ -223,7 +223,7 @@ class Resolver:
         return "unknown"
 
     # ----------------------------------------------------------------- queries
-    def query(self, node: exp.Expression) -> Relation:
+    def query(self, node: exp.Expr) -> Relation:
         if isinstance(node, exp.Subquery):
             return self.query(node.this)
         if not isinstance(node, exp.Select):
@@ -292,6 +292,7 @@ class _SelectResolver:
         aggregates: list[WindowAggregate] = []
         for join in select.args.get("joins") or []:
             target = join.this
+            j_alias: str | None
             if isinstance(target, LateralTable):
                 name, j_alias, j_rel = self._lateral(target)
                 udtfs.append(name)
@@ -336,7 +337,7 @@ class _SelectResolver:
                                    ("limit", "LIMIT"), ("having", "HAVING"))
                 if self.select.args.get(key) is not None]
 
-    def _where(self, scope: Scope, base: Relation, predicate: exp.Expression) -> Relation:
+    def _where(self, scope: Scope, base: Relation, predicate: exp.Expr) -> Relation:
         between, unsupported, filters = list(base.between), list(base.unsupported), list(base.filters)
         for conjunct in conjuncts(predicate):
             resolved = scope.resolve(conjunct)
@@ -350,7 +351,7 @@ class _SelectResolver:
 
     # --- plain projection (no aggregation)
     def _project(self, scope: Scope, base: Relation) -> Relation:
-        columns: dict[str, exp.Expression] = {}
+        columns: dict[str, exp.Expr] = {}
         names: list[str] = []
         outputs: list[Output] = []
         between = list(base.between)
@@ -374,8 +375,8 @@ class _SelectResolver:
         return replace(base, columns=columns, names=tuple(names), between=tuple(between),
                        rank=rank or base.rank, outputs=tuple(outputs), unsupported=tuple(unsupported))
 
-    def _select_items(self, scope: Scope) -> list[tuple[str, exp.Expression]]:
-        items: list[tuple[str, exp.Expression]] = []
+    def _select_items(self, scope: Scope) -> list[tuple[str, exp.Expr]]:
+        items: list[tuple[str, exp.Expr]] = []
         for item in self.select.expressions:
             if isinstance(item, exp.Star) or (isinstance(item, exp.Column) and isinstance(item.this, exp.Star)):
                 aliases = [item.table] if isinstance(item, exp.Column) and item.table else list(scope.relations)
@@ -402,7 +403,7 @@ class _SelectResolver:
         return Rank(name, partition, keys, node.sql(dialect="flink"))
 
     # --- Top-N
-    def _topn(self, scope: Scope, base: Relation, predicate: exp.Expression) -> Relation:
+    def _topn(self, scope: Scope, base: Relation, predicate: exp.Expr) -> Relation:
         rank = base.rank
         assert rank is not None
         limit = None
@@ -466,7 +467,7 @@ class _SelectResolver:
         aux = self._auxiliary(window)
         aggregates: list[Aggregate] = []
         outputs: list[Output] = []
-        columns: dict[str, exp.Expression] = {}
+        columns: dict[str, exp.Expr] = {}
         key_texts = {k.value.key for k in keys}
         identities: set[str] = set()
         for name, written in self._select_items(scope):
@@ -479,6 +480,8 @@ class _SelectResolver:
             columns[name] = resolved
             outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved, key_texts)))
         source = base.aggregate if base.aggregate is not None else base.source
+        if source is None:
+            raise SQLModelError("a window aggregation that reads no table", clause=self.select.sql(dialect="flink")[:80])
         aggregate = WindowAggregate(
             source=source,
             window=window,
@@ -502,8 +505,8 @@ class _SelectResolver:
         time_attr = scope.resolve(node.this)
         return self.resolver.window(kind, "group", time_attr, node.this, node.expressions, base, (), node)
 
-    def _auxiliary(self, window: Window | None) -> Callable[[exp.Expression], exp.Expression | None]:
-        def rewrite(node: exp.Expression) -> exp.Expression | None:
+    def _auxiliary(self, window: Window | None) -> Callable[[exp.Expr], exp.Expr | None]:
+        def rewrite(node: exp.Expr) -> exp.Expr | None:
             if isinstance(node, GroupWindowAuxiliary):
                 if window is None or window.operator != "group":
                     raise SQLModelError(
@@ -514,7 +517,7 @@ class _SelectResolver:
 
         return rewrite
 
-    def _aggregates_in(self, scope: Scope, node: exp.Expression, aux, key_texts: set[str]) -> list[Aggregate]:
+    def _aggregates_in(self, scope: Scope, node: exp.Expr, aux, key_texts: set[str]) -> list[Aggregate]:
         """Aggregate calls of one select item; an unknown function over non-key columns is a UDAF."""
         found: list[Aggregate] = []
         for candidate in node.find_all(exp.AggFunc, exp.Anonymous):
@@ -529,11 +532,13 @@ class _SelectResolver:
                 found.append(self._aggregate_of(scope, candidate, aux))
         return found
 
-    def _aggregate_of(self, scope, agg: exp.Expression, aux, user_defined=False, language=None) -> Aggregate:
+    def _aggregate_of(self, scope, agg: exp.Expr, aux, user_defined=False, language=None) -> Aggregate:
         call = _with_modifiers(agg)
         parent = call.parent
-        flt = parent.expression.this if isinstance(parent, exp.Filter) and parent.this is call else None
-        written = parent if flt is not None else call
+        written: exp.Expr = call
+        flt = None
+        if isinstance(parent, exp.Filter) and parent.this is call:
+            written, flt = parent, parent.expression.this
         distinct = False
         if isinstance(agg, exp.Anonymous):
             function = agg.name.upper()
@@ -563,7 +568,7 @@ class _SelectResolver:
         )
 
 
-def _at(error: SQLModelError, place: exp.Expression, clause: exp.Expression) -> SQLModelError:
+def _at(error: SQLModelError, place: exp.Expr, clause: exp.Expr) -> SQLModelError:
     """``error`` located at the first token of ``place`` that the parser kept a position for."""
     where = next((n.meta for n in place.walk() if "line" in n.meta), None)
     if where is None:
@@ -593,7 +598,7 @@ _MODIFIERS = (exp.IgnoreNulls, exp.RespectNulls, exp.WithinGroup)
 _INPUTS = ("this", "expressions")
 
 
-def _with_modifiers(agg: exp.Expression) -> exp.Expression:
+def _with_modifiers(agg: exp.Expr) -> exp.Expr:
     """The aggregate call with the clauses written around it (``FIRST_VALUE(x) IGNORE NULLS``)."""
     call = agg
     while isinstance(call.parent, _MODIFIERS) and call.parent.this is call:
@@ -601,23 +606,23 @@ def _with_modifiers(agg: exp.Expression) -> exp.Expression:
     return call
 
 
-def _extra_arguments(agg: exp.Expression) -> list[tuple[str, exp.Expression | list]]:
+def _extra_arguments(agg: exp.Expr) -> list[tuple[str, exp.Expr | list]]:
     return [(key, value) for key, value in agg.args.items()
-            if key not in _INPUTS and value and (isinstance(value, exp.Expression) or (
-                isinstance(value, list) and all(isinstance(v, exp.Expression) for v in value)))]
+            if key not in _INPUTS and value and (isinstance(value, exp.Expr) or (
+                isinstance(value, list) and all(isinstance(v, exp.Expr) for v in value)))]
 
 
-def _has_modifiers(call: exp.Expression) -> bool:
+def _has_modifiers(call: exp.Expr) -> bool:
     return isinstance(call, _MODIFIERS) or bool(_extra_arguments(call))
 
 
-def _modifiers(call: exp.Expression, wrapped: bool) -> str:
+def _modifiers(call: exp.Expr, wrapped: bool) -> str:
     """The canonical text of what decides an aggregate's value beside its function and inputs: the
     aggregate node's other arguments, then the clauses around it. Empty for a plain call."""
     agg = call
     while isinstance(agg, _MODIFIERS):
         agg = agg.this
-    extra = [f"{key}={sql_key(value) if isinstance(value, exp.Expression) else ', '.join(map(sql_key, value))}"
+    extra = [f"{key}={sql_key(value) if isinstance(value, exp.Expr) else ', '.join(map(sql_key, value))}"
              for key, value in _extra_arguments(agg)]
     text = f" [{'; '.join(extra)}]" if extra else ""
     if wrapped:
@@ -626,11 +631,11 @@ def _modifiers(call: exp.Expression, wrapped: bool) -> str:
     return text
 
 
-def _non_null_literal(node: exp.Expression) -> bool:
+def _non_null_literal(node: exp.Expr) -> bool:
     return isinstance(node, (exp.Literal, exp.Boolean))
 
 
-def _ancestors_within(node: exp.Expression, root: exp.Expression):
+def _ancestors_within(node: exp.Expr, root: exp.Expr):
     current = node.parent
     while current is not None and node is not root:
         yield current
@@ -639,7 +644,7 @@ def _ancestors_within(node: exp.Expression, root: exp.Expression):
         current = current.parent
 
 
-def _is_grouped(resolved: exp.Expression, key_texts: set[str]) -> bool:
+def _is_grouped(resolved: exp.Expr, key_texts: set[str]) -> bool:
     """A function call is scalar when everything it reads is a group key (or a window attribute)."""
     if sql_key(resolved) in key_texts:
         return True
@@ -649,7 +654,7 @@ def _is_grouped(resolved: exp.Expression, key_texts: set[str]) -> bool:
     )
 
 
-def _role(resolved: exp.Expression, key_texts: set[str] | None = None) -> str:
+def _role(resolved: exp.Expr, key_texts: set[str] | None = None) -> str:
     if window_field_of(resolved):
         return "window"
     if key_texts is not None and sql_key(resolved) in key_texts:
@@ -663,7 +668,7 @@ def _role(resolved: exp.Expression, key_texts: set[str] | None = None) -> str:
 
 
 
-def _rank_limit(conjunct: exp.Expression, rank_column: str) -> int | None:
+def _rank_limit(conjunct: exp.Expr, rank_column: str) -> int | None:
     """N of ``rk <= N``; ``rk < N`` is ``rk <= N - 1`` and ``rk = 1`` is ``rk <= 1``. Only a whole
     number bounds a rank: ``rk <= 'abc'`` or ``rk < 2.5`` is no Top-N bound."""
     ops = {exp.LTE: 0, exp.LT: -1, exp.EQ: 0}
@@ -682,12 +687,12 @@ def _rank_limit(conjunct: exp.Expression, rank_column: str) -> int | None:
     return None
 
 
-def _is_whole(node: exp.Expression | None) -> bool:
+def _is_whole(node: exp.Expr | None) -> TypeGuard[exp.Literal]:
     return isinstance(node, exp.Literal) and node.is_int
 
 
-def _flatten_group(expressions: list[exp.Expression]) -> list[exp.Expression]:
-    flat: list[exp.Expression] = []
+def _flatten_group(expressions: list[exp.Expr]) -> list[exp.Expr]:
+    flat: list[exp.Expr] = []
     for node in expressions:
         if isinstance(node, (exp.Tuple,)):
             flat.extend(_flatten_group(node.expressions))
@@ -699,7 +704,7 @@ def _flatten_group(expressions: list[exp.Expression]) -> list[exp.Expression]:
 
 
 
-def _expand_grouping(node: exp.Expression) -> list[list[exp.Expression]]:
+def _expand_grouping(node: exp.Expr) -> list[list[exp.Expr]]:
     """GROUPING SETS / ROLLUP / CUBE as the explicit list of grouping sets they stand for."""
     items = [_flatten_group([e]) for e in node.expressions]
     if isinstance(node, exp.GroupingSets):
@@ -707,7 +712,7 @@ def _expand_grouping(node: exp.Expression) -> list[list[exp.Expression]]:
     flat = [e for group in items for e in group]
     if isinstance(node, exp.Rollup):
         return [flat[:i] for i in range(len(flat), -1, -1)]
-    sets: list[list[exp.Expression]] = []
+    sets: list[list[exp.Expr]] = []
     for mask in range(2 ** len(flat) - 1, -1, -1):
         sets.append([e for i, e in enumerate(flat) if mask & (1 << (len(flat) - 1 - i))])
     return sets

@@ -27,7 +27,7 @@ UDTF_MARKER = "$udtf"
 WINDOW_FIELDS = ("window_start", "window_end", "window_time")
 
 
-def sql_key(expression: exp.Expression) -> str:
+def sql_key(expression: exp.Expr) -> str:
     """Canonical text of a resolved expression: the identity used for every comparison.
 
     Redundant parentheses go (``SUM((b))`` is ``SUM(b)``); those between two operators, as in
@@ -37,11 +37,11 @@ def sql_key(expression: exp.Expression) -> str:
     return expression.sql(dialect=Flink)
 
 
-def _is_operator(node: exp.Expression | None) -> bool:
+def _is_operator(node: exp.Expr | None) -> bool:
     return isinstance(node, (exp.Binary, exp.Unary, exp.Predicate)) and not isinstance(node, exp.Paren)
 
 
-def _drop_redundant_parens(node: exp.Expression) -> exp.Expression:
+def _drop_redundant_parens(node: exp.Expr) -> exp.Expr:
     if not isinstance(node, exp.Paren):
         return node
     inner = node.this
@@ -56,13 +56,13 @@ def _drop_redundant_parens(node: exp.Expression) -> exp.Expression:
 class Resolved:
     """An expression resolved to source columns, and the SQL the user wrote for it."""
 
-    expr: exp.Expression = field(compare=False, repr=False)
+    expr: exp.Expr = field(compare=False, repr=False)
     key: str
     written: str = field(compare=False, default="")
 
     @classmethod
-    def of(cls, expr: exp.Expression, written: exp.Expression | str | None = None) -> Resolved:
-        text = written.sql(dialect=Flink) if isinstance(written, exp.Expression) else written
+    def of(cls, expr: exp.Expr, written: exp.Expr | str | None = None) -> Resolved:
+        text = written.sql(dialect=Flink) if isinstance(written, exp.Expr) else written
         return cls(expr=expr, key=sql_key(expr), written=text or sql_key(expr))
 
     def __str__(self) -> str:
@@ -144,7 +144,7 @@ class Aggregate:
     filter: Resolved | None = None
     user_defined: bool = False
     language: str | None = None
-    expr: exp.Expression = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
+    expr: exp.Expr = field(compare=False, repr=False, default=None)  # type: ignore[assignment]
     written: str = field(compare=False, default="")
     #: What else decides the value, resolved: the call's other arguments (LISTAGG's separator, a
     #: quantile) and the clauses written around it (``IGNORE NULLS``, ``WITHIN GROUP (ORDER BY x)``).

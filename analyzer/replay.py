@@ -224,8 +224,10 @@ def _window_span(model: JobModel, window: Window, parts: list[str]) -> int | Non
         parts.append(f"SESSION windows are replayed {format_ms(cap)} ({SESSION_CAP}): a session open "
                      "longer than that loses its earliest rows")
         return cap
-    parts.append(f"{window.kind} {format_ms(window.shape.span_ms)}")
-    return window.shape.span_ms
+    span = window.shape.span_ms
+    assert span is not None, "only SESSION windows have no span"
+    parts.append(f"{window.kind} {format_ms(span)}")
+    return span
 
 
 def _with_delay(model: JobModel, source: str, span: int | None, parts: list[str]) -> int | None:
@@ -261,7 +263,7 @@ def _seam(model: JobModel, new: Pipeline, old_model: JobModel | None) -> str:
     version's: windows ending after the cutover watermark W are the new version's alone."""
     rule = "the new version emits only windows ending after the cutover watermark W"
     old = continued(old_model, model, new) if old_model is not None else None
-    if old is None:
+    if old_model is None or old is None:
         return rule
     if _windows(old) == _windows(new):
         rule += ": the window shape is unchanged, so the sink holds one row per key and window"

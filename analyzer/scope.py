@@ -46,7 +46,7 @@ class Relation:
     """What a FROM item or a query produces: resolved columns plus the operators below them. A value:
     a resolver builds a new one with ``dataclasses.replace``, so a cached view is shared, not copied."""
 
-    columns: Mapping[str, exp.Expression]
+    columns: Mapping[str, exp.Expr]
     names: tuple[str, ...]
     source: str | WindowAggregate | None = None
     level: int = 0  # windows aggregated below this relation
@@ -64,7 +64,7 @@ class Relation:
     joined: tuple[WindowAggregate, ...] = ()  # window aggregations in joined branches
     join: WindowJoin | IntervalJoin | None = None
 
-    def lookup(self, name: str) -> exp.Expression | None:
+    def lookup(self, name: str) -> exp.Expr | None:
         if name in self.columns:
             return self.columns[name]
         if self.open_columns and isinstance(self.source, str):
@@ -82,7 +82,7 @@ def source_column(table: str, name: str) -> exp.Column:
     return exp.column(name, table=table, quoted=needs_quotes(name))
 
 
-def time_attribute(table: Table) -> exp.Expression | None:
+def time_attribute(table: Table) -> exp.Expr | None:
     """What a table's rowtime resolves to: its column, or the expression computing it (a computed
     rowtime, ``ts AS CASE ... END, WATERMARK FOR ts AS ...``); None without a WATERMARK."""
     column = next((c for c in table.columns if c.name == table.rowtime), None)
@@ -95,14 +95,14 @@ def window_column(level: int, name: str) -> exp.Column:
     return exp.column(name, table=f"{WINDOW_MARKER}{level}")
 
 
-def window_field_of(expr: exp.Expression) -> str | None:
+def window_field_of(expr: exp.Expr) -> str | None:
     """``window_start`` if the resolved expression *is* a window attribute column."""
     if isinstance(expr, exp.Column) and expr.table.startswith(WINDOW_MARKER):
         return expr.name
     return None
 
 
-def reads_window_fields(expr: exp.Expression) -> bool:
+def reads_window_fields(expr: exp.Expr) -> bool:
     return any(c.table.startswith(WINDOW_MARKER) for c in expr.find_all(exp.Column))
 
 
@@ -112,8 +112,8 @@ class Scope:
     def __init__(self, relations: dict[str | None, Relation]) -> None:
         self.relations = relations
 
-    def resolve(self, node: exp.Expression, extra: Callable[[exp.Expression], exp.Expression | None] | None = None) -> exp.Expression:
-        def rewrite(n: exp.Expression) -> exp.Expression:
+    def resolve(self, node: exp.Expr, extra: Callable[[exp.Expr], exp.Expr | None] | None = None) -> exp.Expr:
+        def rewrite(n: exp.Expr) -> exp.Expr:
             if extra is not None:
                 replaced = extra(n)
                 if replaced is not None:
@@ -124,7 +124,7 @@ class Scope:
 
         return node.copy().transform(rewrite, copy=False)
 
-    def column(self, column: exp.Column) -> exp.Expression:
+    def column(self, column: exp.Column) -> exp.Expr:
         """A column reference resolved; ``a.b.c`` may also read a field of a ROW column (``bid.price``
         where ``bid`` is a column, or ``T.bid.price``), as in Flink: a qualifier that names no
         relation in scope names a column."""
@@ -143,7 +143,7 @@ class Scope:
             alias, name = parts
         elif len(parts) == 1:
             name = parts[0]
-            owners = [a for a, r in self.relations.items() if name in r.names]
+            owners = [a for a, r in self.relations.items() if a is not None and name in r.names]
             if len(owners) != 1:
                 problem = "is ambiguous" if owners else "not found"
                 raise SQLModelError(f"column {name!r} {problem}", clause=column.sql(dialect="flink"))
@@ -158,7 +158,7 @@ class Scope:
     def _has_column(self, name: str) -> bool:
         return any(name in r.columns for r in self.relations.values())
 
-    def _qualified(self, column: exp.Column) -> exp.Expression:
+    def _qualified(self, column: exp.Column) -> exp.Expr:
         name = column.name
         relation = self.relations.get(column.table)
         if relation is None:
@@ -168,7 +168,7 @@ class Scope:
             raise SQLModelError(f"column {name!r} not found in {column.table!r}", clause=column.sql(dialect="flink"))
         return found.copy()
 
-    def _unqualified(self, name: str) -> exp.Expression:
+    def _unqualified(self, name: str) -> exp.Expr:
         matches = [r.columns[name] for r in self.relations.values() if name in r.columns]
         if len(matches) > 1:
             raise SQLModelError(f"column {name!r} is ambiguous", clause=name)
@@ -185,14 +185,14 @@ class Scope:
         return next(iter(self.relations.values()))
 
 
-def field_access(row: exp.Expression, names: list[str]) -> exp.Expression:
+def field_access(row: exp.Expr, names: list[str]) -> exp.Expr:
     """Field access into a ROW value: ``row.a.b``."""
     for name in names:
         row = exp.Dot(this=row, expression=exp.to_identifier(name, quoted=needs_quotes(name)))
     return row
 
 
-def conjuncts(predicate: exp.Expression) -> list[exp.Expression]:
+def conjuncts(predicate: exp.Expr) -> list[exp.Expr]:
     """The AND-ed parts of a predicate."""
     if isinstance(predicate, exp.And):
         return conjuncts(predicate.this) + conjuncts(predicate.expression)

@@ -24,7 +24,7 @@ TEXT_FUNCTIONS = frozenset({
 _STRING = exp.DataType.build("STRING", dialect=Flink)
 
 
-def value_type(model: JobModel, expr: exp.Expression) -> exp.DataType:
+def value_type(model: JobModel, expr: exp.Expr) -> exp.DataType:
     """``expr``'s type; UNKNOWN where a column's type is not declared or a function is opaque.
 
     Resolved expressions name source columns (``Table.column``). Each is replaced by a typed null
@@ -32,7 +32,7 @@ def value_type(model: JobModel, expr: exp.Expression) -> exp.DataType:
     sqlglot's type inference does the rest."""
     declared = {(t.name, c.name): c.type for t in model.tables.values() for c in t.columns if c.type}
 
-    def typed(node: exp.Expression) -> exp.Expression:
+    def typed(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Func) and _name(node) in TEXT_FUNCTIONS:
             return exp.Cast(this=exp.null(), to=_STRING.copy())
         text = declared.get((node.table, node.name)) if isinstance(node, exp.Column) else None
@@ -58,13 +58,13 @@ _FAMILIES = (
 )
 
 
-def family(model: JobModel, expr: exp.Expression) -> str | None:
+def family(model: JobModel, expr: exp.Expr) -> str | None:
     """``expr``'s value family; None where its type cannot be told."""
     kind = value_type(model, expr).this
     return next((name for name, types in _FAMILIES if kind in types), None)
 
 
-def exact_scale(model: JobModel, expr: exp.Expression) -> int | None:
+def exact_scale(model: JobModel, expr: exp.Expr) -> int | None:
     """The scale an exact ``expr`` has on any engine, where that is certain: 0 for integers, and
     the declared scale of a DECIMAL column or CAST. None otherwise (decimal arithmetic: engines
     choose result scales by rules of their own)."""
@@ -77,7 +77,7 @@ def exact_scale(model: JobModel, expr: exp.Expression) -> int | None:
     return None
 
 
-def is_text(model: JobModel, expr: exp.Expression) -> bool:
+def is_text(model: JobModel, expr: exp.Expr) -> bool:
     return family(model, expr) == TEXT
 
 

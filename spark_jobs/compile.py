@@ -95,7 +95,7 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
                                                     cutover)
         elif isinstance(pipeline.join, IntervalJoin):
             stream, finalize = _compile_interval_join(spark, model, pipeline.join, layouts, location, sink_types)
-        else:
+        elif pipeline.aggregate is not None:  # _check_supported: every pipeline has a window aggregation
             stage = _compile_stage(spark, model, pipeline.aggregate, layouts, location, cutover=cutover)
             after = cutover.watermark_ms if cutover is not None else None
             stream, finalize = stage.stream, _finalize(stage, _finalizer(stage, pipeline.outputs, pipeline.topn,
@@ -171,12 +171,11 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     if isinstance(aggregate.source, WindowAggregate):
         upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover)
         if upstream.assembler is not None:
-            raise SQLModelError(f"a window over the results of a {aggregate.source.window.kind} window is not "
+            raise SQLModelError(f"a window over the results of a {_window(aggregate.source).kind} window is not "
                                 "supported on Spark (its windows are assembled per micro-batch)")
         rows, mapping = _cascade_input(upstream)
     else:
-        rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window,  # type: ignore[arg-type]
-                                      cutover)
+        rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window, cutover)
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
     keys = [KEY.format(i) for i in range(len(plain_keys))]
     columns: list[Column] = [F.col("ts")]
@@ -186,8 +185,9 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
         value = f"v{index}" if agg.args else None
         if value:
             columns.append(to_column(agg.args[0].expr, mapping).alias(value))
-        flt = f"f{index}" if agg.filter is not None else None
-        if flt:
+        flt = None
+        if agg.filter is not None:
+            flt = f"f{index}"
             columns.append(to_column(agg.filter.expr, mapping).alias(flt))
         inputs.append((agg, value, flt))
     projected = rows.select(*columns)
@@ -198,7 +198,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
         sets = [[index_of[r.key] for r in members] for members in aggregate.grouping_sets]
     carry = ["ts", *[c for c in projected.columns if c != "ts" and c not in keys]]
     keyed = state.explode_grouping_sets(projected, keys, sets, carry)
-    slicer = slicer_for(aggregate.window)
+    slicer = slicer_for(_window(aggregate))
     stream = keyed.groupBy(*keys, "gs", slicer.slice(F.col("ts")).alias("w")) \
         .agg(*state.accumulate(layout, slots, "ts"))
     assembler = WindowAssembler(slicer, slots, keys, location, slices) if isinstance(slicer, SharedSlices) else None
@@ -241,9 +241,10 @@ def _compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJ
     aggregate = join.window.aggregate
     stage = _compile_stage(spark, model, aggregate, layouts, location)
     field = window_field_of(next(o for o in aggregate.outputs if o.name == join.bound).value.expr)
-    reach = {"window_end": 0, "window_time": 1, "window_start": aggregate.window.shape.span_ms}[field]
+    window = _window(aggregate)
+    reach = {"window_end": 0, "window_time": 1, "window_start": window.shape.span_ms}.get(field or "")
     if reach is None:
-        raise SQLModelError(f"an interval join around {join.bound} of a {aggregate.window.kind} window: its "
+        raise SQLModelError(f"an interval join around {join.bound} of a {window.kind} window: its "
                             "windows have no fixed length (use window_end)")
     branches = [Branch(stream.alias, rows, None, lambda df: df),
                 Branch(join.window.alias, stage.stream, stage.assembler,
@@ -323,7 +324,7 @@ def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequ
         df = df.where(_after_watermark(is_record(), time))
     else:
         rowtime = time_attribute(table)
-        if table.rowtime is None or table.watermark_delay_ms is None:
+        if table.rowtime is None or rowtime is None or table.watermark_delay_ms is None:
             raise SQLModelError(f"table {name} needs WATERMARK FOR <column> AS <column> - INTERVAL '...' "
                                 "for event-time windows and joins")
         if window is not None and window.time_attr.key != sql_key(rowtime):
@@ -361,7 +362,7 @@ def _cascade_input(upstream: Stage) -> tuple[DataFrame, dict[str, str]]:
     """An upstream window's emitted rows (one per window) as the input of the next aggregation."""
     readable = upstream.slots
     finals = {slot.aggregate.identity: f"u{i}" for i, slot in enumerate(readable)}
-    level = upstream.aggregate.window.level
+    level = _window(upstream.aggregate).level
     start, end = upstream.slicer.bounds(F.col("w"))
     columns = [*[F.col(k) for k in upstream.keys],
                *[state.final_value(s).alias(finals[s.aggregate.identity]) for s in readable],
@@ -375,12 +376,20 @@ def _cascade_input(upstream: Stage) -> tuple[DataFrame, dict[str, str]]:
     return upstream.stream.select(*columns), mapping
 
 
+def _window(aggregate: WindowAggregate) -> Window:
+    """The aggregation's own window. Every stage of a Spark job has one: an aggregation grouped by
+    the windows it reads runs in its upstream's micro-batch, not as a stage."""
+    if aggregate.window is None:
+        raise SQLModelError(f"{aggregate.written}: a stage without a window of its own")
+    return aggregate.window
+
+
 # ------------------------------------------------------------------------------- per batch
 def _window_columns(stage: Stage) -> tuple[list[Column], dict[str, str]]:
     """A closed window of the stage as one row: its keys, each aggregate's value and the window
     attributes; and which model expression each column holds (by key)."""
     aggregate = stage.aggregate
-    level = aggregate.window.level
+    level = _window(aggregate).level
     mapping = {k.value.key: name for k, name in zip([k for k in aggregate.group_keys if not k.is_window], stage.keys)}
     mapping.update({slot.aggregate.expr_key: f"a{i}" for i, slot in enumerate(stage.slots)})
     for name in WINDOW_FIELDS:

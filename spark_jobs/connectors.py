@@ -81,9 +81,9 @@ def schema_ddl(table: Table) -> str:
     return ", ".join(f"`{c.name}` {spark_type(c.type, c.name, table.name)}" for c in physical)
 
 
-def _option(table: Table, key: str, required: bool = True) -> str | None:
+def _option(table: Table, key: str) -> str:
     value = table.options.get(key)
-    if value is None and required:
+    if value is None:
         raise SQLModelError(f"table {table.name} needs the option '{key}'", line=table.line)
     return value
 

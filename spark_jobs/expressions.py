@@ -17,11 +17,11 @@ from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import sql_key
 
 
-def to_spark_sql(expr: exp.Expression, columns: Mapping[str, str]) -> str:
+def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str]) -> str:
     """Spark SQL text of ``expr`` with every sub-expression found in ``columns`` (by canonical key)
     replaced by a reference to that DataFrame column."""
 
-    def rewrite(node: exp.Expression) -> exp.Expression:
+    def rewrite(node: exp.Expr) -> exp.Expr:
         key = sql_key(node)
         if key in columns:
             return exp.column(columns[key], quoted=True)
@@ -34,5 +34,5 @@ def to_spark_sql(expr: exp.Expression, columns: Mapping[str, str]) -> str:
     return rewritten.sql(dialect="spark")
 
 
-def to_column(expr: exp.Expression, columns: Mapping[str, str]) -> SparkColumn:
+def to_column(expr: exp.Expr, columns: Mapping[str, str]) -> SparkColumn:
     return F.expr(to_spark_sql(expr, columns))

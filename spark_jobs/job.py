@@ -100,17 +100,16 @@ def run(
     guard.record(layout)
     if take_over is not None:
         takeover.record(storage, checkpoint, take_over, replay, taken)
-    for pipeline in compiled:
-        if pipeline.pipeline.name in taken:  # a resumed take-over's query may not have started yet
-            takeover.seed_source_log(storage, query_dir(checkpoint, pipeline.pipeline.name),
-                                     taken[pipeline.pipeline.name])
+    for plan in compiled:
+        if plan.pipeline.name in taken:  # a resumed take-over's query may not have started yet
+            takeover.seed_source_log(storage, query_dir(checkpoint, plan.pipeline.name), taken[plan.pipeline.name])
     queries = []
     listener = late_rows(spark)
     try:
         with job_settings(spark, settings):
-            for pipeline, writer in zip(compiled, batch_writers):
-                queries.append(_start(pipeline, writer, query_dir(checkpoint, pipeline.pipeline.name), options))
-                listener.watch(queries[-1], pipeline.pipeline.name)
+            for plan, writer in zip(compiled, batch_writers):
+                queries.append(_start(plan, writer, query_dir(checkpoint, plan.pipeline.name), options))
+                listener.watch(queries[-1], plan.pipeline.name)
         if wait:
             for query in queries:
                 query.awaitTermination()

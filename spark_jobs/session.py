@@ -77,8 +77,8 @@ def job_settings(spark: SparkSession, settings: Mapping[str, str], source: str =
             before[key] = previous
         yield
     finally:
-        for key, value in before.items():
-            if value is None:
+        for key, old in before.items():
+            if old is None:
                 spark.conf.unset(key)
             else:
-                spark.conf.set(key, value)
+                spark.conf.set(key, old)

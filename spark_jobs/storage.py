@@ -9,6 +9,7 @@ exactly that, instead of a second filesystem client with settings of its own.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Any
 
 from pyspark.sql import SparkSession
 
@@ -19,9 +20,20 @@ class HadoopStorage:
 
     spark: SparkSession
 
+    @property
+    def _gateway(self) -> Any:
+        """The session's py4j gateway: how Python reaches Hadoop's classes in the JVM."""
+        gateway = self.spark.sparkContext._gateway
+        if gateway is None:
+            raise RuntimeError("the Spark session is stopped")
+        return gateway
+
+    @property
+    def _jvm(self) -> Any:
+        return self._gateway.jvm
+
     def _resolve(self, uri: str):
-        jvm = self.spark.sparkContext._jvm
-        path = jvm.org.apache.hadoop.fs.Path(uri)
+        path = self._jvm.org.apache.hadoop.fs.Path(uri)
         return path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()), path
 
     def exists(self, uri: str) -> bool:
@@ -36,8 +48,7 @@ class HadoopStorage:
         fs, path = self._resolve(uri)
         stream = fs.open(path)
         try:
-            jvm = self.spark.sparkContext._jvm
-            return jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
+            return self._jvm.org.apache.commons.io.IOUtils.toString(stream, "UTF-8")
         finally:
             stream.close()
 
@@ -62,12 +73,12 @@ class HadoopStorage:
         from py4j.protocol import Py4JJavaError
 
         context = self.spark.sparkContext
-        jvm = context._jvm
+        jvm = self._jvm
         fs, src = self._resolve(source)
         _, dst = self._resolve(target)
         if not fs.exists(dst) and fs.rename(src, dst):
             return
-        options = context._gateway.new_array(jvm.org.apache.hadoop.fs.Options.Rename, 1)
+        options = self._gateway.new_array(jvm.org.apache.hadoop.fs.Options.Rename, 1)
         options[0] = jvm.org.apache.hadoop.fs.Options.Rename.OVERWRITE
         try:
             jvm.org.apache.hadoop.fs.FileContext.getFileContext(dst.toUri(), context._jsc.hadoopConfiguration()) \
@@ -87,7 +98,7 @@ class HadoopStorage:
     def parquet_row_groups(self, uri: str) -> int:
         """How many row groups a Parquet file holds, from its footer (0: no row)."""
         fs, path = self._resolve(uri)
-        jvm = self.spark.sparkContext._jvm
+        jvm = self._jvm
         input_file = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
             path, self.spark.sparkContext._jsc.hadoopConfiguration())
         reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(input_file)

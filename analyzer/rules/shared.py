@@ -133,8 +133,8 @@ def group_keys(prefix: str, change: Change, *, window_reorder: Verdict, window_f
     elif old_plain != new_plain:
         findings.append(Finding(f"{prefix}.group-key.reordered", INCOMPATIBLE,
                                 "non-window GROUP BY keys were reordered", before, after))
-    old_window = [k.window_field for k in old if k.is_window]
-    new_window = [k.window_field for k in new if k.is_window]
+    old_window = [k.window_field for k in old if k.window_field is not None]
+    new_window = [k.window_field for k in new if k.window_field is not None]
     if window_fields_rule and set(old_window) != set(new_window):
         findings.append(Finding(
             f"{prefix}.group-key.window-fields", INCOMPATIBLE,

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 
 from stategate.analyzer import SQLModelError
@@ -9,9 +11,9 @@ from stategate.spark_jobs.job import run
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
 
 WINDOW = "TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))"
+SQL_PAGE = Path(__file__).resolve().parents[2] / "docs" / "pages" / "sql.md"
 
-
-@pytest.mark.parametrize("sql, message", [
+REFUSED = [
     ("SELECT item, COUNT(*) FROM Bid GROUP BY item", "GROUP BY without a window"),
     ("SELECT item, price FROM Bid", "no window aggregation"),
     (f"SELECT window_start, STDDEV_POP(price) FROM {WINDOW} GROUP BY window_start, window_end",
@@ -40,7 +42,10 @@ WINDOW = "TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))"
      "DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '60' MINUTES)) GROUP BY window_start, window_end, "
      "window_time;\nSELECT window_start, MAX(total) FROM TABLE(TUMBLE(TABLE hourly, DESCRIPTOR(t), "
      "INTERVAL '1' HOUR)) GROUP BY window_start, window_end", "a window over the results of a HOP window"),
-])
+]
+
+
+@pytest.mark.parametrize("sql, message", REFUSED)
 def test_unsupported_construct_is_named(spark, tmp_path, sql: str, message: str) -> None:
     source = seed_bids(tmp_path)
     ddl = bid_ddl(source).replace("supplier_id STRING,", "supplier_id STRING, pt AS PROCTIME(),")
@@ -74,3 +79,13 @@ def test_sink_width_must_match(spark, tmp_path) -> None:
            f"INSERT INTO Out SELECT window_start, SUM(price) FROM {WINDOW} GROUP BY window_start, window_end")
     with pytest.raises(SQLModelError, match="the query has 2 columns, the table 1"):
         collect(spark, bid_ddl(source) + sql, tmp_path / "checkpoint", pipeline="Out")
+
+
+def test_every_refusal_is_in_the_documentation_with_its_message() -> None:
+    """The SQL page of the docs lists what the job refuses with the message the user gets: each
+    message tested here appears there word for word."""
+    page = SQL_PAGE.read_text()
+    messages = [message for _, message in REFUSED]
+    messages += ["INSERT INTO Out: the sink table is not declared", "the query has 2 columns, the table 1",
+                 "table Out: a PARTITIONED BY sink is not supported on Spark"]
+    assert [message for message in messages if message not in page] == []

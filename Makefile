@@ -6,7 +6,7 @@ STAMP  := $(VENV)/.installed
 LINKED := $(VENV)/.linked
 # The strict editable install links each module file under stategate/ (see pyproject.toml's
 # [tool.mypy]): a module added or removed since needs its links made again.
-PACKAGE_DIRS := analyzer analyzer/rules spark_jobs provider $(wildcard provider/*/)
+PACKAGE_DIRS := analyzer analyzer/rules spark_jobs provider $(filter-out %/__pycache__/,$(wildcard provider/*/))
 
 export PYSPARK_PYTHON := $(abspath $(PY))
 export PYSPARK_DRIVER_PYTHON := $(abspath $(PY))

@@ -34,7 +34,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.window_bench import ROOT, SCHEMA, Case, builtin_frame, generate, job_sql, same_rows
+from benchmarks.window_bench import ROOT, Case, add_child_arguments, builtin_query, generate, job_sql, same_rows
 from stategate.analyzer.settings import ROCKSDB, STATE_STORE
 
 PRESETS = {"production": {"rows": 10_000_000, "keys": 100_000, "minutes": 1440, "files": 100},
@@ -63,7 +63,6 @@ def written_since(root: Path, since: float) -> int:
 
 def child(engine: str, case: Case, source: Path, work: Path) -> None:
     """Run one engine on one case in this process and print its figures as JSON."""
-    from pyspark.sql import functions as F
     from pyspark.sql.streaming import StreamingQueryListener
 
     from stategate.spark_jobs.job import run
@@ -98,14 +97,7 @@ def child(engine: str, case: Case, source: Path, work: Path) -> None:
     if engine == "builtin":
         for key, value in ROCKSDB_CONF.items():
             spark.conf.set(key, value)
-        frame = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).csv(str(source))
-                 .withWatermark("bidtime", "5 seconds"))
-        result = builtin_frame(case, frame).select(
-            F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
-            "supplier", "bids", "total", "top")
-        query = (result.writeStream.outputMode("append").format("parquet").option("path", str(output))
-                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-        query.awaitTermination()
+        query = builtin_query(spark, case, source, output, checkpoint)
     else:
         query = run(spark, ROCKSDB_SQL + job_sql(source, output, case.tvf), checkpoint).queries[0]
     seconds = time.perf_counter() - started
@@ -155,10 +147,7 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="alternating runs per case; the best counts")
     parser.add_argument("--cap", type=float, default=3600, help="seconds before a run is stopped")
     parser.add_argument("--only", help="run only the cases whose name contains this text")
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--case", help=argparse.SUPPRESS)
-    parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    add_child_arguments(parser)
     args = parser.parse_args()
     if args.child:
         child(args.child, next(c for c in CASES if c.name == args.case), args.source, args.work)

@@ -135,10 +135,33 @@ def job_sql(source: Path, output: Path, tvf: str, slots: int | None = None) -> s
             "GROUP BY supplier, window_start, window_end;")
 
 
+def add_child_arguments(parser: argparse.ArgumentParser) -> None:
+    """The hidden arguments with which a benchmark starts itself as the process of one run."""
+    parser.add_argument("--child", help=argparse.SUPPRESS)
+    parser.add_argument("--case", help=argparse.SUPPRESS)
+    parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
+    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+
+
+def builtin_query(spark, case: Case, source: Path, output: Path, checkpoint: Path):
+    """Spark's own aggregation of ``case`` over the bid files, one file per micro-batch, into
+    parquet, run to the end of its input: the peer every benchmark compares with."""
+    from pyspark.sql import functions as F
+
+    frame = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).csv(str(source))
+             .withWatermark("bidtime", "5 seconds"))
+    result = builtin_frame(case, frame).select(
+        F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
+        "supplier", "bids", "total", "top")
+    query = (result.writeStream.outputMode("append").format("parquet").option("path", str(output))
+             .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
+    query.awaitTermination()
+    return query
+
+
 # ------------------------------------------------------------------ one run: a whole process
 def child(engine: str, case: Case, source: Path, work: Path, slots: int | None) -> None:
     """Run one engine on one case in this process and print its figures as JSON."""
-    from pyspark.sql import functions as F
 
     from stategate.spark_jobs.job import run
     from stategate.spark_jobs.session import get_session
@@ -148,14 +171,7 @@ def child(engine: str, case: Case, source: Path, work: Path, slots: int | None) 
     output, checkpoint = work / "out", work / "ck"
     started = time.perf_counter()
     if engine == "builtin":
-        frame = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).csv(str(source))
-                 .withWatermark("bidtime", "5 seconds"))
-        result = builtin_frame(case, frame).select(
-            F.col("w.start").alias("window_start"), F.col("w.end").alias("window_end"),
-            "supplier", "bids", "total", "top")
-        query = (result.writeStream.outputMode("append").format("parquet").option("path", str(output))
-                 .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-        query.awaitTermination()
+        query = builtin_query(spark, case, source, output, checkpoint)
     else:
         query = run(spark, job_sql(source, output, case.tvf, slots), checkpoint).queries[0]
     seconds = time.perf_counter() - started
@@ -243,10 +259,7 @@ def main() -> int:
     parser.add_argument("--profile", action="store_true", help="also print where each best run's query time went")
     parser.add_argument("--slots", type=int, help="stategate's plain slots (SET '%s'): the number of "
                         "aggregates (3) leaves no headroom; default: the layout's, with headroom" % SLOTS_SETTING)
-    parser.add_argument("--child", help=argparse.SUPPRESS)
-    parser.add_argument("--case", help=argparse.SUPPRESS)
-    parser.add_argument("--source", type=Path, help=argparse.SUPPRESS)
-    parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
+    add_child_arguments(parser)
     args = parser.parse_args()
     if args.child:
         child(args.child, next(c for c in CASES if c.name == args.case), args.source, args.work, args.slots)

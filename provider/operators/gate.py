@@ -34,6 +34,11 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
     ``staged_sql`` and ``checkpoint`` (as spark-submit should name them) and ``deployment`` (what
     the record task will store).
 
+    The verdict where operators look: once the gate has run, its ``verdict`` and ``report_markdown``
+    are the task's rendered fields (``overwrite_rtif_after_execution``, as the standard provider's
+    ``@task.bash`` shows its command), so the task's Rendered Templates view in Airflow's UI shows
+    the verdict and the Markdown report, rendered, without opening the logs.
+
     :param job_name: the job, a directory under ``root``
     :param sql: the job script: a path to a ``.sql`` file or the SQL text itself (templated)
     :param root: root of the deployment roots, any ObjectStoragePath URL (templated)
@@ -52,8 +57,11 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         always taken over. Default: never by age.
     """
 
-    template_fields: Sequence[str] = (*JobRootOperator.template_fields, "sql", "on_unknown")
+    template_fields: Sequence[str] = (*JobRootOperator.template_fields, "sql", "on_unknown", "verdict",
+                                      "report_markdown")
+    template_fields_renderers = {"sql": "sql", "report_markdown": "md"}
     template_ext: Sequence[str] = ()
+    overwrite_rtif_after_execution = True
     ui_color = "#f6e7c1"
 
     def __init__(
@@ -82,6 +90,9 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         self.notifiers = list(notifiers) if notifiers is not None else [LogVerdictNotifier()]
         self.lock_wait = lock_wait
         self.stale_lock_after = stale_lock_after
+        # Set by the run (see the class docstring): what the UI shows once the gate has decided.
+        self.verdict = ""
+        self.report_markdown = ""
 
     def choose_branch(self, context) -> str:
         if self.on_unknown not in ON_UNKNOWN:
@@ -130,6 +141,7 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         staged = hook.records.stage_sql(sql, context["run_id"])
         ti = context["ti"]
         said = verdict.value if verdict else FIRST_DEPLOY
+        self.verdict = said
         ti.xcom_push(key=xcom.VERDICT, value=said)
         ti.xcom_push(key=xcom.STAGED_SQL, value=hook.job.spark_uri(staged))
         ti.xcom_push(key=xcom.CHECKPOINT, value=hook.job.spark_uri(hook.job.checkpoint))
@@ -141,11 +153,13 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
             "previous_sql": record.get("sql") if record else None,
         })
         if report is None:
+            self.report_markdown = f"First deploy of `{self.job_name}`: no deployed version or no state; it starts fresh."
             self.log.info("first deploy of %s: no deployed version or no state; starting fresh", self.job_name)
             return self.first_deploy_task_id
         self.log.info("state compatibility of %s:\n%s", self.job_name, report.to_text())
+        self.report_markdown = report.to_markdown()
         ti.xcom_push(key=xcom.REPORT, value=report.to_dict())
-        ti.xcom_push(key=xcom.REPORT_MARKDOWN, value=report.to_markdown())
+        ti.xcom_push(key=xcom.REPORT_MARKDOWN, value=self.report_markdown)
         if verdict in (Verdict.FULL, Verdict.PARTIAL):
             return self.restart_task_id
         self._notify(context, report)

@@ -4,13 +4,17 @@ run by real Airflow (``dag.test()`` on a migrated SQLite DB) against a real depl
 from __future__ import annotations
 
 import json
+import sys
+import urllib.request
 from pathlib import Path
+from urllib.parse import quote
 
 import pytest
 
 from stategate.provider.hooks.deployment import DeploymentHook
 from tests.analyzer.seed_cases import tvf
-from tests.provider.conftest import NOTIFIED
+from tests.provider.conftest import HOME, NOTIFIED
+from tests.servers import free_port, listening, start, stop
 
 BRANCHES = ("restart", "clear", "first_deploy", "approval")
 V1 = tvf("a, sum(b) AS s, max(c) AS m")
@@ -171,3 +175,34 @@ def test_a_retired_slot_is_free_to_the_gate_once_the_checkpoint_watermark_passed
 
 def lock_holder(tmp_path) -> dict | None:
     return DeploymentHook(f"file://{tmp_path / 'root'}", "job").lock.holder()
+
+
+@pytest.fixture(scope="module")
+def api_server(airflow_home: Path):
+    """``airflow api-server`` on 127.0.0.1 over the tests' metadata DB; every request is an admin's
+    (the simple auth manager's all-admins mode), as on a developer's machine."""
+    port = free_port()
+    server = start([sys.executable, "-m", "airflow", "api-server", "--host", "127.0.0.1", "--port", str(port)],
+                   lambda: listening(port), timeout=120, log=str(HOME / "api-server.log"),
+                   env={"AIRFLOW__CORE__SIMPLE_AUTH_MANAGER_ALL_ADMINS": "True"})
+    yield f"http://127.0.0.1:{port}"
+    stop(server)
+
+
+@pytest.mark.parametrize("verdict, row", [
+    ("INCOMPATIBLE", "| INCOMPATIBLE | `window-tvf.window.size` |"),
+    ("PARTIAL", "| PARTIAL | `window-tvf.aggregate.added` |"),
+])
+def test_the_web_ui_shows_the_gate_verdict_and_report_without_the_logs(api_server, gate_dag, tmp_path, verdict,
+                                                                       row) -> None:
+    """A real API server, asked what Airflow's web UI asks for the gate task of a DAG run (its
+    Rendered Templates view reads the task instance's rendered fields)."""
+    deploy(tmp_path / "root")
+    run, states, _ = run_gate(gate_dag, tmp_path, CHANGES[verdict])
+    assert states["gate"] == "success"
+    url = f"{api_server}/api/v2/dags/{gate_dag.dag_id}/dagRuns/{quote(run.run_id, safe='')}/taskInstances/gate"
+    with urllib.request.urlopen(url, timeout=60) as response:
+        fields = json.load(response)["rendered_fields"]
+    assert fields["verdict"] == verdict
+    assert fields["report_markdown"].startswith(f"### State compatibility: **{verdict}**")
+    assert row in fields["report_markdown"]

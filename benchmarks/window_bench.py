@@ -143,9 +143,9 @@ def add_child_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--work", type=Path, help=argparse.SUPPRESS)
 
 
-def builtin_query(spark, case: Case, source: Path, output: Path, checkpoint: Path):
+def builtin_query(spark, case: Case, source: Path, output: Path, checkpoint: Path, wait: bool = True):
     """Spark's own aggregation of ``case`` over the bid files, one file per micro-batch, into
-    parquet, run to the end of its input: the peer every benchmark compares with."""
+    parquet (run to the end of its input, or just started): the peer every benchmark compares with."""
     from pyspark.sql import functions as F
 
     frame = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).csv(str(source))
@@ -155,7 +155,8 @@ def builtin_query(spark, case: Case, source: Path, output: Path, checkpoint: Pat
         "supplier", "bids", "total", "top")
     query = (result.writeStream.outputMode("append").format("parquet").option("path", str(output))
              .option("checkpointLocation", str(checkpoint)).trigger(availableNow=True).start())
-    query.awaitTermination()
+    if wait:
+        query.awaitTermination()
     return query
 
 

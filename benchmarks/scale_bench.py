@@ -61,7 +61,7 @@ def written_since(root: Path, since: float) -> int:
     return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and p.stat().st_mtime > since)
 
 
-def child(engine: str, case: Case, source: Path, work: Path) -> None:
+def child(engine: str, case: Case, source: Path, work: Path, slots: int | None = None) -> None:
     """Run one engine on one case in this process and print its figures as JSON."""
     from pyspark.sql.streaming import StreamingQueryListener
 
@@ -99,7 +99,7 @@ def child(engine: str, case: Case, source: Path, work: Path) -> None:
             spark.conf.set(key, value)
         query = builtin_query(spark, case, source, output, checkpoint)
     else:
-        query = run(spark, ROCKSDB_SQL + job_sql(source, output, case.tvf), checkpoint).queries[0]
+        query = run(spark, ROCKSDB_SQL + job_sql(source, output, case.tvf, slots), checkpoint).queries[0]
     seconds = time.perf_counter() - started
     time.sleep(2)  # the listener hears of the last batch a moment after the query ends
     progress = [p for p in query.recentProgress if p]
@@ -117,11 +117,11 @@ def child(engine: str, case: Case, source: Path, work: Path) -> None:
     }))
 
 
-def measure(engine: str, case: Case, source: Path, work: Path, cap: float) -> dict:
+def measure(engine: str, case: Case, source: Path, work: Path, cap: float, slots: int | None) -> dict:
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     command = [sys.executable, __file__, "--child", engine, "--case", case.name, "--source", str(source),
-               "--work", str(work)]
+               "--work", str(work), *(["--slots", str(slots)] if slots else [])]
     started = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=cap, cwd=ROOT,
@@ -147,10 +147,12 @@ def main() -> int:
     parser.add_argument("--repeat", type=int, default=1, help="alternating runs per case; the best counts")
     parser.add_argument("--cap", type=float, default=3600, help="seconds before a run is stopped")
     parser.add_argument("--only", help="run only the cases whose name contains this text")
+    parser.add_argument("--slots", type=int, help="stategate's plain slots (SET 'stategate.state.slots'): the "
+                        "number of aggregates (3) leaves no headroom; default: the layout's, with headroom")
     add_child_arguments(parser)
     args = parser.parse_args()
     if args.child:
-        child(args.child, next(c for c in CASES if c.name == args.case), args.source, args.work)
+        child(args.child, next(c for c in CASES if c.name == args.case), args.source, args.work, args.slots)
         return 0
 
     size = PRESETS["quick" if args.quick else "production"]
@@ -170,7 +172,8 @@ def main() -> int:
             runs: dict[str, list[dict]] = {"builtin": [], "stategate": []}
             for attempt in range(args.repeat):
                 for engine in runs:
-                    runs[engine].append(measure(engine, case, work / "bids", work / f"{engine}{attempt}", args.cap))
+                    runs[engine].append(measure(engine, case, work / "bids", work / f"{engine}{attempt}", args.cap,
+                                                  args.slots))
             builtin, mine = (min(r, key=lambda m: ("error" in m, m.get("seconds", 0))) for r in runs.values())
             if "error" in builtin or "error" in mine:
                 failures += 1

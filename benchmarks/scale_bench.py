@@ -22,11 +22,9 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import resource
 import shutil
 import statistics
-import subprocess
 import sys
 import tempfile
 import time
@@ -34,7 +32,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.window_bench import ROOT, Case, add_child_arguments, builtin_query, generate, job_sql, same_rows
+from benchmarks.window_bench import Case, add_child_arguments, builtin_query, generate, job_sql, run_child, same_rows
 from stategate.analyzer.settings import ROCKSDB, STATE_STORE
 
 PRESETS = {"production": {"rows": 10_000_000, "keys": 100_000, "minutes": 1440, "files": 100},
@@ -118,21 +116,12 @@ def child(engine: str, case: Case, source: Path, work: Path, slots: int | None =
 
 
 def measure(engine: str, case: Case, source: Path, work: Path, cap: float, slots: int | None) -> dict:
-    shutil.rmtree(work, ignore_errors=True)
-    work.mkdir(parents=True)
-    command = [sys.executable, __file__, "--child", engine, "--case", case.name, "--source", str(source),
-               "--work", str(work), *(["--slots", str(slots)] if slots else [])]
-    started = time.perf_counter()
-    try:
-        done = subprocess.run(command, capture_output=True, text=True, timeout=cap, cwd=ROOT,
-                              env={**os.environ, "PYSPARK_PYTHON": sys.executable})
-    except subprocess.TimeoutExpired:
+    run = run_child(__file__, engine, case, source, work, cap, slots)
+    if run.capped:
         return {"seconds": cap, "capped": True, "output": work / "out"}
-    if done.returncode != 0:
-        errors = [line for line in done.stderr.splitlines() if "Exception" in line or "Error" in line]
-        return {"error": (errors or [f"exit {done.returncode}"])[0][:200]}
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
-    return {**figures, "seconds": time.perf_counter() - started, "output": work / "out"}
+    if run.error:
+        return {"error": run.error}
+    return {**run.figures, "seconds": run.seconds, "output": work / "out"}
 
 
 def batches(measured: dict) -> str:

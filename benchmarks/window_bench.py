@@ -201,23 +201,43 @@ class Measured:
     error: str = ""  # the last line a failed run printed
 
 
-def measure(engine: str, case: Case, source: Path, work: Path, cap: float, slots: int | None = None) -> Measured:
+@dataclass(frozen=True)
+class ChildRun:
+    """One whole process of a benchmark's ``--child``: its seconds and the figures it printed."""
+
+    seconds: float
+    figures: dict
+    capped: bool = False
+    error: str = ""  # the last line a failed run printed
+
+
+def run_child(script: str, engine: str, case: Case, source: Path, work: Path, cap: float,
+              slots: int | None = None) -> ChildRun:
+    """Run ``script --child engine`` on one case in a fresh ``work`` directory, stopped past ``cap``
+    seconds; the child prints its figures as one JSON line."""
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
-    command = [sys.executable, __file__, "--child", engine, "--case", case.name, "--source", str(source),
+    command = [sys.executable, script, "--child", engine, "--case", case.name, "--source", str(source),
                "--work", str(work), *(["--slots", str(slots)] if slots else [])]
     started = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=cap, cwd=ROOT,
                               env={**os.environ, "PYSPARK_PYTHON": sys.executable})
     except subprocess.TimeoutExpired:
-        return Measured(cap, 0, {}, 0, 0, work / "out", capped=True)
+        return ChildRun(cap, {}, capped=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
         errors = [line for line in done.stderr.splitlines() if "Exception" in line or "Error" in line]
-        return Measured(seconds, 0, {}, 0, 0, work / "out", error=(errors or ["exit %d" % done.returncode])[0][:200])
-    figures = json.loads(done.stdout.strip().splitlines()[-1])
-    return Measured(seconds, figures["query_seconds"], figures["phases_ms"], figures["input_rows"],
+        return ChildRun(seconds, {}, error=(errors or [f"exit {done.returncode}"])[0][:200])
+    return ChildRun(seconds, json.loads(done.stdout.strip().splitlines()[-1]))
+
+
+def measure(engine: str, case: Case, source: Path, work: Path, cap: float, slots: int | None = None) -> Measured:
+    run = run_child(__file__, engine, case, source, work, cap, slots)
+    if run.capped or run.error:
+        return Measured(run.seconds, 0, {}, 0, 0, work / "out", capped=run.capped, error=run.error)
+    figures = run.figures
+    return Measured(run.seconds, figures["query_seconds"], figures["phases_ms"], figures["input_rows"],
                     figures["state_rows"], work / "out")
 
 

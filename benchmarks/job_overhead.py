@@ -64,6 +64,12 @@ def measure(engine: str, source: Path, work: Path) -> dict[str, float]:
     return phases
 
 
+def print_phases(builtin: dict[str, float], stategate: dict[str, float]) -> None:
+    print(f"{'phase':<10}{'built-in s':>12}{'stategate s':>13}{'difference':>12}")
+    for phase in (*PHASES, "wall"):
+        print(f"{phase:<10}{builtin[phase]:>12.2f}{stategate[phase]:>13.2f}{stategate[phase] - builtin[phase]:>+12.2f}")
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--repeat", type=int, default=3, help="alternating runs per engine; the best counts")
@@ -85,10 +91,7 @@ def main() -> int:
                     best[engine] = phases
         print(f"{args.rows:,} bids in one file, {CASE.name}, local[2], whole processes, alternating, "
               f"best of {args.repeat} by wall time\n")
-        print(f"{'phase':<10}{'built-in s':>12}{'stategate s':>13}{'difference':>12}")
-        for phase in (*PHASES, "wall"):
-            b, s = best["builtin"][phase], best["stategate"][phase]
-            print(f"{phase:<10}{b:>12.2f}{s:>13.2f}{s - b:>+12.2f}")
+        print_phases(best["builtin"], best["stategate"])
         return 0
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -362,6 +362,15 @@ class JobModel:
     pipelines: tuple[Pipeline, ...]
     source: str = "<sql>"
 
+    @cached_property
+    def pipeline_named(self) -> Mapping[str, Pipeline]:
+        """Each pipeline by its name (the first, should two share one): the other version's
+        pipeline is looked up once for each of this one's, so a script of 40,000 INSERTs stays linear."""
+        named: dict[str, Pipeline] = {}
+        for pipeline in self.pipelines:
+            named.setdefault(pipeline.name, pipeline)
+        return named
+
     def emit_settings(self) -> dict[str, str]:
         """Early/late-fire settings: they change how windows emit, so they are part of the state."""
         return {k: v for k, v in self.settings.items() if k.startswith("table.exec.emit.")}

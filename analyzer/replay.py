@@ -148,7 +148,7 @@ def same_table(old: JobModel, new: JobModel, name: str | None) -> bool:
 def continued(old: JobModel, new: JobModel, pipeline: Pipeline) -> Pipeline | None:
     """The old version's pipeline that ``pipeline`` continues: the same sink, written where the old
     one wrote it. None when the old version wrote none of its rows (a full replay fills it)."""
-    before = next((p for p in old.pipelines if p.name == pipeline.name), None)
+    before = old.pipeline_named.get(pipeline.name)
     if before is None or (pipeline.sink is not None and not same_table(old, new, pipeline.sink)):
         return None
     return before

@@ -53,10 +53,9 @@ def _window_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Ex
     if not joins or any(isinstance(j.this, LateralTable) for j in joins) or relations is None \
             or not _joins_only_here(scope, joins):
         return None
-    inputs = [r.aggregate for r in relations.values() if r.topn is None]
-    windows = [_window_of(a) if a is not None else None for a in inputs]
-    if len(inputs) != len(relations) or len({w.shape if w is not None else None for w in windows}) != 1 \
-            or windows[0] is None:
+    aggregates = {alias: r.aggregate for alias, r in relations.items() if r.aggregate is not None and r.topn is None}
+    shapes = {window.shape if window is not None else None for window in map(_window_of, aggregates.values())}
+    if len(aggregates) != len(relations) or len(shapes) != 1 or None in shapes:
         return None
     aliases = list(relations)
     kinds, conditions = [], []
@@ -70,9 +69,9 @@ def _window_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Ex
         kinds.append(join.side.upper() or "INNER")
         conditions.append(Resolved.of(condition, on))
     filters = tuple(Resolved.of(_in_branches(scope, c), c) for c in conjuncts(where.this)) if where else ()
-    branches = tuple(JoinBranch(alias, relation.aggregate)  # type: ignore[arg-type]
-                     for alias, relation in relations.items())
+    branches = tuple(JoinBranch(alias, aggregate) for alias, aggregate in aggregates.items())
     return WindowJoin(branches, tuple(kinds), tuple(conditions), filters, _outputs(scope, items))
+
 
 def _interval_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Expr]],
                    tables: Mapping[str, Table]) -> IntervalJoin | None:

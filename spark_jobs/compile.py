@@ -95,7 +95,8 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
                                                     cutover)
         elif isinstance(pipeline.join, IntervalJoin):
             stream, finalize = _compile_interval_join(spark, model, pipeline.join, layouts, location, sink_types)
-        elif pipeline.aggregate is not None:  # _check_supported: every pipeline has a window aggregation
+        else:
+            assert pipeline.aggregate is not None, "_check_supported refuses a pipeline without a window aggregation"
             stage = _compile_stage(spark, model, pipeline.aggregate, layouts, location, cutover=cutover)
             after = cutover.watermark_ms if cutover is not None else None
             stream, finalize = stage.stream, _finalize(stage, _finalizer(stage, pipeline.outputs, pipeline.topn,

@@ -75,8 +75,9 @@ def run(
         raise ValueError(f"unknown replay policy {replay!r}: use {', '.join(REPLAY_POLICIES)}")
     settings = spark_settings(model)
     check_settings(spark, settings, model.source)
-    if ignored(model):
-        log.warning("no meaning on Spark, so the job runs without: %s", ", ".join(ignored(model)))
+    unused = ignored(model)
+    if unused:
+        log.warning("no meaning on Spark, so the job runs without: %s", ", ".join(unused))
     guard = CheckpointGuard(checkpoint, sql, model, storage)
     taken_from, taken = takeover.recorded(storage, checkpoint)
     if take_over is not None and take_over == taken_from and guard.holds_state():

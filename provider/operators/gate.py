@@ -158,11 +158,12 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
             return self.first_deploy_task_id
         self.log.info("state compatibility of %s:\n%s", self.job_name, report.to_text())
         self.report_markdown = report.to_markdown()
-        ti.xcom_push(key=xcom.REPORT, value=report.to_dict())
+        summary = report.to_dict()
+        ti.xcom_push(key=xcom.REPORT, value=summary)
         ti.xcom_push(key=xcom.REPORT_MARKDOWN, value=self.report_markdown)
         if verdict in (Verdict.FULL, Verdict.PARTIAL):
             return self.restart_task_id
-        self._notify(context, report)
+        self._notify(context, report, summary)
         if verdict is Verdict.INCOMPATIBLE or self.on_unknown == "clear_state":
             return self.clear_task_id
         if self.on_unknown == "fail":
@@ -170,13 +171,13 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
                                        + report.to_text())
         return self.approval_task_id
 
-    def _notify(self, context, report: Report) -> None:
+    def _notify(self, context, report: Report, summary: dict) -> None:
         extra = {
             "stategate_job": self.job_name,
             "stategate_verdict": report.verdict.value,
             "stategate_meaning": report.verdict.meaning,
-            "stategate_report": report.to_dict(),
-            "stategate_markdown": report.to_markdown(),
+            "stategate_report": summary,
+            "stategate_markdown": self.report_markdown,
         }
         for notifier in self.notifiers:
             # Rendering replaces a notifier's template fields in place: render a copy, so the

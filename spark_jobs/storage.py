@@ -95,18 +95,6 @@ class HadoopStorage:
         fs, path = self._resolve(uri)
         return int(fs.getFileStatus(path).getLen())
 
-    def parquet_row_groups(self, uri: str) -> int:
-        """How many row groups a Parquet file holds, from its footer (0: no row)."""
-        fs, path = self._resolve(uri)
-        jvm = self._jvm
-        input_file = jvm.org.apache.parquet.hadoop.util.HadoopInputFile.fromPath(
-            path, self.spark.sparkContext._jsc.hadoopConfiguration())
-        reader = jvm.org.apache.parquet.hadoop.ParquetFileReader.open(input_file)
-        try:
-            return int(reader.getRowGroups().size())
-        finally:
-            reader.close()
-
     def mkdirs(self, uri: str) -> None:
         fs, path = self._resolve(uri)
         fs.mkdirs(path)

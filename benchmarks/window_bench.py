@@ -255,15 +255,32 @@ def profile(measured: Measured) -> str:
 
 
 def same_rows(left: Path, right: Path) -> tuple[bool, int]:
+    """Whether two outputs hold the same rows (as a multiset), and how many. Each row is reduced to
+    a 64-bit digest of its values, one column at a time, with times as microseconds and decimals as
+    doubles: the production size's HOP output (21 million rows) as frames of text took the 23 GB
+    of this machine and was killed."""
+    import numpy as np
     import pandas as pd
+    import pyarrow as pa
+    import pyarrow.compute as pc
+    import pyarrow.parquet as pq
 
-    def rows(path: Path) -> pd.DataFrame:
-        frame = pd.read_parquet(path)[COLUMNS]
-        frame = frame[frame["supplier"] != "closer"].astype(str)
-        return frame.sort_values(COLUMNS).reset_index(drop=True)
+    def digests(path: Path) -> np.ndarray:
+        table = pq.read_table(path, columns=COLUMNS)
+        table = table.filter(pc.not_equal(table["supplier"], "closer"))
+        digest = np.zeros(table.num_rows, dtype=np.uint64)
+        for column in COLUMNS:
+            values = table[column]
+            if pa.types.is_timestamp(values.type):
+                values = values.cast(pa.timestamp("us")).cast(pa.int64())
+            elif pa.types.is_decimal(values.type):
+                values = values.cast(pa.float64())
+            hashed = pd.util.hash_array(values.to_numpy(zero_copy_only=False))
+            digest = digest * np.uint64(1_000_003) ^ hashed  # wraps around, as a hash may
+        return np.sort(digest)
 
-    a, b = rows(left), rows(right)
-    return a.equals(b), len(a)
+    a, b = digests(left), digests(right)
+    return bool(np.array_equal(a, b)), len(a)
 
 
 def main() -> int:

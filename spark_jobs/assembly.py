@@ -37,7 +37,7 @@ Why this mechanism (issue #11, measured here on 1M bids / 500 keys, HOP 60 min /
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cached_property
 from typing import Iterator, Sequence
 
@@ -67,6 +67,9 @@ class WindowAssembler:
     keys: Sequence[str]
     location: str  # the query's checkpoint directory
     slices: str = SLICES_DIR  # the snapshots' directory in it (one per assembled input of a window join)
+    #: The watermark each batch whose slice-log entry is still read evicted with (ms; from the offset
+    #: log, read once a process), by batch: what :meth:`needed` judges an entry by.
+    _watermarks: dict[int, int | None] = field(default_factory=dict, compare=False, repr=False)
 
     @contextmanager
     def __call__(self, slices: DataFrame, batch_id: int) -> Iterator[DataFrame]:
@@ -84,8 +87,8 @@ class WindowAssembler:
         # A field an entry lacks (an aggregate added at a restart takes a slot no retained slice
         # has values in) reads as null, as its slot's state does.
         entries = log.read_by(batch_id)
-        retained = log.retained(entries, added.schema)
-        if retained is not None and low is not None:  # a delta's slices whose windows all closed
+        retained = log.retained(self.needed(storage, entries, low), added.schema)
+        if retained is not None and low is not None:  # an entry's slices whose windows all closed
             retained = retained.where(plan.last_end > F.lit(low * 1000))
         # The batch's own slices are told apart in the cached pool: writing them from ``added`` would
         # run stage 1 again.
@@ -98,6 +101,27 @@ class WindowAssembler:
         finally:
             pool.unpersist()
         log.drop_before(entries)
+
+    def needed(self, storage: HadoopStorage, entries: list[tuple[int, bool]], low: int | None) -> list[tuple[int, bool]]:
+        """The ``entries`` that can hold a slice of a window ending after ``low``: the others are not
+        read. Batch ``N`` emits a slice once its watermark ``W(N)`` passes the slice's end, and a slice
+        counts in no window ending past its start plus the window's size, so every slice of the entry
+        batch ``N`` wrote (its own, or all it retained) lies in windows ending before ``W(N)`` plus
+        the size. A day-long window keeps its entries open; a short one, read one file a batch at
+        the production size (HOP 10 min / 1 min, 100k keys: 100k slices an entry), would otherwise
+        read up to :data:`BASE_EVERY` entries a batch to keep the one or two the next windows need.
+        ``W(N)`` comes from Spark's offset log, as the batch's own does, so a replayed batch reads
+        the same entries."""
+        if low is None:
+            return entries
+        seen = self._watermarks
+        for n in [n for n in seen if n < (entries[0][0] if entries else 0)]:
+            del seen[n]  # entries a base replaced are never read again
+        size = self.slicer.kind.size_ms
+        for n, _ in entries:
+            if n not in seen:
+                seen[n] = batch_watermark(storage, self.location, n)
+        return [(n, base) for n, base in entries if (written := seen[n]) is None or written + size > low]
 
     @cached_property
     def _plan(self) -> _AssemblyPlan:

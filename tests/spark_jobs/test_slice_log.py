@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from pyspark.sql import types as T
 
-from stategate.spark_jobs.assembly import BASE_EVERY, SLICES_DIR, SliceLog
+from stategate.analyzer.windows import Cumulate, Hop
+from stategate.spark_jobs.assembly import BASE_EVERY, SLICES_DIR, SliceLog, WindowAssembler
+from stategate.spark_jobs.slicing import SharedSlices
 from stategate.spark_jobs.storage import HadoopStorage
 
 SCHEMA = T.StructType([T.StructField("k", T.StringType()), T.StructField("n", T.IntegerType())])
@@ -34,3 +36,25 @@ def test_a_batch_writes_what_it_adds_and_all_it_retains_every_so_often(spark, tm
     assert log.read_by(batches - 1) == log.read_by(batches)[:-1]
     assert sorted(r.k for r in log.retained(log.read_by(batches), SCHEMA).collect()) == \
         sorted(f"k{n}" for n in range(batches))
+
+
+def test_a_batch_opens_no_entry_whose_windows_have_all_closed(spark, tmp_path) -> None:
+    """Every slice of the entry batch N wrote ended by N's watermark, so it counts in no window
+    ending W(N) + the window's size or later: once the watermark is past that, the entry is not
+    read (a short window read one file a batch would otherwise read up to ten entries to keep one)."""
+    minute = 60_000
+    watermarks = {0: 0, 1: 5 * minute, 2: 12 * minute, 3: 20 * minute}
+    for batch, watermark in watermarks.items():  # Spark's offset log: the version line, then the batch's metadata
+        (tmp_path / "offsets").mkdir(exist_ok=True)
+        (tmp_path / "offsets" / str(batch)).write_text(f'v1\n{{"batchWatermarkMs":{watermark},"batchTimestampMs":0}}\n')
+    entries = [(0, True), (1, False), (2, False), (3, False), (4, False)]  # 4: no offset log to judge it by
+    hop = WindowAssembler(SharedSlices(Hop(slide_ms=minute, size_ms=10 * minute)), [], [], str(tmp_path))
+    storage = HadoopStorage(spark)
+    # Batch 4 reads from W(3) = 20 min: entries 0 (windows end before 10 min) and 1 (15 min) hold
+    # nothing it needs; entry 2's slices count in windows up to 22 min.
+    assert hop.needed(storage, entries, 20 * minute) == [(2, False), (3, False), (4, False)]
+    assert hop.needed(storage, entries, 15 * minute) == [(2, False), (3, False), (4, False)], "ends before 15 min"
+    assert hop.needed(storage, entries, 14 * minute) == [(1, False), (2, False), (3, False), (4, False)]
+    assert hop.needed(storage, entries, None) == entries, "the first batch reads all there is"
+    day = WindowAssembler(SharedSlices(Cumulate(step=minute, size_ms=1440 * minute)), [], [], str(tmp_path))
+    assert day.needed(storage, entries, 20 * minute) == entries, "a day-long window keeps every entry open"

@@ -67,8 +67,8 @@ class WindowAssembler:
     keys: Sequence[str]
     location: str  # the query's checkpoint directory
     slices: str = SLICES_DIR  # the snapshots' directory in it (one per assembled input of a window join)
-    #: The watermark each batch whose slice-log entry is still read evicted with (ms; from the offset
-    #: log, read once a process), by batch: what :meth:`needed` judges an entry by.
+    #: The watermark each batch evicted with (ms; from the offset log, read once a process), by batch,
+    #: for the batches whose slice-log entries are still read: what :meth:`needed` judges them by.
     _watermarks: dict[int, int | None] = field(default_factory=dict, compare=False, repr=False)
 
     @contextmanager
@@ -80,7 +80,7 @@ class WindowAssembler:
         stateful aggregation, again for the second read (tests/spark_jobs/test_assembly.py counts
         the state updates of each batch)."""
         storage = HadoopStorage(slices.sparkSession)
-        low, high = batch_watermark(storage, self.location, batch_id - 1), batch_watermark(storage, self.location, batch_id)
+        low, high = self._watermark(storage, batch_id - 1), self._watermark(storage, batch_id)
         log = SliceLog(storage, self.location, self.slices)
         plan = self._plan
         added = slices.select(*self.keys, "gs", "w", *plan.values)
@@ -118,10 +118,15 @@ class WindowAssembler:
         for n in [n for n in seen if n < (entries[0][0] if entries else 0)]:
             del seen[n]  # entries a base replaced are never read again
         size = self.slicer.kind.size_ms
-        for n, _ in entries:
-            if n not in seen:
-                seen[n] = batch_watermark(storage, self.location, n)
-        return [(n, base) for n, base in entries if (written := seen[n]) is None or written + size > low]
+        return [(n, base) for n, base in entries
+                if (written := self._watermark(storage, n)) is None or written + size > low]
+
+    def _watermark(self, storage: HadoopStorage, batch_id: int) -> int | None:
+        """:func:`batch_watermark`, read once a process: the batch before this one is the one whose
+        entry it reads first."""
+        if batch_id not in self._watermarks:
+            self._watermarks[batch_id] = batch_watermark(storage, self.location, batch_id)
+        return self._watermarks[batch_id]
 
     @cached_property
     def _plan(self) -> _AssemblyPlan:

@@ -12,7 +12,12 @@ the checkpoint (first, median and last batch: what grows with the retained state
 the peak resident memory of the JVM (driver and executors: ``local[2]`` runs both in one), and
 whether both wrote the same rows. Everything is generated here; nothing is downloaded.
 
-    .venv/bin/python benchmarks/scale_bench.py [--quick] [--repeat 1] [--only NAME[,NAME]]
+    .venv/bin/python benchmarks/scale_bench.py [--quick] [--repeat 1] [--only NAME[,NAME]] [--profile]
+
+``--profile`` runs both with Spark's event log on and prints, per case, each engine's time per
+stage and per operator side by side (:mod:`benchmarks.event_log`): where one spends what the other
+does not. The checkpoint's bytes are printed split into RocksDB's changelogs (written every batch)
+and its snapshots, whose number follows the run's length in seconds.
 
 The default size is the issue's production size (10M bids, 100k keys, 100 files); ``--quick``
 (200k bids, 2k keys, 20 files) keeps a run to minutes on two cores.
@@ -32,6 +37,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
+from benchmarks.event_log import profile, side_by_side, submit_args
 from benchmarks.window_bench import Case, add_child_arguments, builtin_query, generate, job_sql, run_child, same_rows
 from stategate.analyzer.settings import ROCKSDB, STATE_STORE
 
@@ -54,9 +60,18 @@ ROCKSDB_CONF = {STATE_STORE: ROCKSDB, CHANGELOG: "true"}
 ROCKSDB_SQL = f"SET 'state.backend.type' = 'rocksdb';\nSET '{CHANGELOG}' = 'true';\n"
 
 
-def written_since(root: Path, since: float) -> int:
-    """Bytes of the files under ``root`` last written after ``since``."""
-    return sum(p.stat().st_size for p in root.rglob("*") if p.is_file() and p.stat().st_mtime > since)
+def written_since(root: Path, since: float, suffixes: tuple[str, ...] = ()) -> int:
+    """Bytes of the files under ``root`` last written after ``since`` (of those ending in one of
+    ``suffixes``, if given)."""
+    return sum(p.stat().st_size for p in root.rglob("*")
+               if p.is_file() and p.stat().st_mtime > since and (not suffixes or p.name.endswith(suffixes)))
+
+
+#: RocksDB's files in a checkpoint: a changelog per batch and partition, and the snapshots (a zip
+#: of metadata and the SST files it adds) that Spark's maintenance task uploads every
+#: ``spark.sql.streaming.stateStore.maintenanceInterval`` (60 s): how many a run keeps follows
+#: its length in seconds, not its batches.
+CHANGELOGS, SNAPSHOTS = (".changelog",), (".zip", ".sst")
 
 
 def child(engine: str, case: Case, source: Path, work: Path, slots: int | None = None) -> None:
@@ -109,19 +124,37 @@ def child(engine: str, case: Case, source: Path, work: Path, slots: int | None =
         "batches": len(progress),
         "state_rows": max((sum(o["numRowsTotal"] for o in p["stateOperators"]) for p in progress), default=0),
         "checkpoint_bytes": written_since(checkpoint, 0),
+        "changelog_bytes": written_since(checkpoint, 0, CHANGELOGS),
+        "snapshot_bytes": written_since(checkpoint, 0, SNAPSHOTS),
+        "snapshots": sum(1 for p in checkpoint.rglob("*.zip")),
         "per_batch": per_batch,
         "jvm_peak_mb": peak_kb / 1024,
         "python_peak_mb": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024,
     }))
 
 
-def measure(engine: str, case: Case, source: Path, work: Path, cap: float, slots: int | None) -> dict:
-    run = run_child(__file__, engine, case, source, work, cap, slots)
+def measure(engine: str, case: Case, source: Path, work: Path, cap: float, slots: int | None,
+            profiled: bool) -> dict:
+    env = None
+    if profiled:  # beside the work directory, which the run starts by emptying; Spark needs it to exist
+        shutil.rmtree(events_of(work), ignore_errors=True)
+        events_of(work).mkdir(parents=True)
+        env = {"PYSPARK_SUBMIT_ARGS": submit_args(events_of(work))}
+    run = run_child(__file__, engine, case, source, work, cap, slots, env)
     if run.capped:
         return {"seconds": cap, "capped": True, "output": work / "out"}
     if run.error:
         return {"error": run.error}
     return {**run.figures, "seconds": run.seconds, "output": work / "out"}
+
+
+def megabytes(measured: dict, figure: str) -> str:
+    return f"{measured.get(figure, 0) / 2**20:,.1f} MB"
+
+
+def events_of(work: Path) -> Path:
+    """Where a profiled run's Spark event log goes."""
+    return work.with_name(work.name + "-events")
 
 
 def batches(measured: dict) -> str:
@@ -137,6 +170,8 @@ def main() -> int:
     parser.add_argument("--cap", type=float, default=3600, help="seconds before a run is stopped")
     parser.add_argument("--only", help="run only the cases whose name contains this text (or one of these, "
                         "comma-separated): the data set is generated once for all of them")
+    parser.add_argument("--profile", action="store_true", help="run both engines with Spark's event log on and "
+                        "print, per case, where each spent its time: per stage and per operator (event_log.py)")
     parser.add_argument("--slots", type=int, help="stategate's plain slots (SET 'stategate.state.slots'): the "
                         "number of aggregates (3) leaves no headroom; default: the layout's, with headroom")
     add_child_arguments(parser)
@@ -163,7 +198,7 @@ def main() -> int:
             for attempt in range(args.repeat):
                 for engine in runs:
                     runs[engine].append(measure(engine, case, work / "bids", work / f"{engine}{attempt}", args.cap,
-                                                  args.slots))
+                                                  args.slots, args.profile))
             builtin, mine = (min(r, key=lambda m: ("error" in m, m.get("seconds", 0))) for r in runs.values())
             if "error" in builtin or "error" in mine:
                 failures += 1
@@ -179,6 +214,14 @@ def main() -> int:
             print(f"{case.name:<25}{builtin['seconds']:>11.1f}{mine['seconds']:>12.1f}"
                   f"{builtin['seconds'] / mine['seconds']:>7.2f}{state:>20}{disk:>21}{batches(builtin):>29}"
                   f"{batches(mine):>19}{memory:>19}  {verdict}", flush=True)
+            print(f"{'':<25}checkpoint: changelogs {megabytes(builtin, 'changelog_bytes')}, snapshots "
+                  f"{megabytes(builtin, 'snapshot_bytes')} ({builtin.get('snapshots', 0)} uploaded) / changelogs "
+                  f"{megabytes(mine, 'changelog_bytes')}, snapshots {megabytes(mine, 'snapshot_bytes')} "
+                  f"({mine.get('snapshots', 0)} uploaded)", flush=True)
+            if args.profile:
+                print(side_by_side(profile(events_of(builtin["output"].parent)),
+                                   profile(events_of(mine["output"].parent)), ("built-in", "stategate")) + "\n",
+                      flush=True)
         return 1 if failures else 0
     finally:
         shutil.rmtree(work, ignore_errors=True)

@@ -212,9 +212,9 @@ class ChildRun:
 
 
 def run_child(script: str, engine: str, case: Case, source: Path, work: Path, cap: float,
-              slots: int | None = None) -> ChildRun:
+              slots: int | None = None, env: dict[str, str] | None = None) -> ChildRun:
     """Run ``script --child engine`` on one case in a fresh ``work`` directory, stopped past ``cap``
-    seconds; the child prints its figures as one JSON line."""
+    seconds, with ``env`` added to its environment; the child prints its figures as one JSON line."""
     shutil.rmtree(work, ignore_errors=True)
     work.mkdir(parents=True)
     command = [sys.executable, script, "--child", engine, "--case", case.name, "--source", str(source),
@@ -222,7 +222,7 @@ def run_child(script: str, engine: str, case: Case, source: Path, work: Path, ca
     started = time.perf_counter()
     try:
         done = subprocess.run(command, capture_output=True, text=True, timeout=cap, cwd=ROOT,
-                              env={**os.environ, "PYSPARK_PYTHON": sys.executable})
+                              env={**os.environ, "PYSPARK_PYTHON": sys.executable, **(env or {})})
     except subprocess.TimeoutExpired:
         return ChildRun(cap, {}, capped=True)
     seconds = time.perf_counter() - started

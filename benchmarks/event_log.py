@@ -7,6 +7,11 @@ written``...), and each completed stage holds the totals of those metrics and of
 time. Summed over every micro-batch of a run, they say which operator costs what; printed beside
 the peer's, they say where one engine spends the time the other does not.
 
+Reading it: a stage's run time is its tasks' time summed (on ``local[2]`` two run at once); a
+generated-code pipeline's ``duration`` includes the time it waited on the operators it reads from,
+so pipelines nest rather than add up; a stage that reads a cached frame lists the operators that
+built it.
+
     .venv/bin/python benchmarks/event_log.py EVENT_LOG_DIR [PEER_EVENT_LOG_DIR]
 
 ``scale_bench.py --profile`` runs both engines with the event log on and prints this per case.
@@ -59,14 +64,14 @@ def profile(directory: Path) -> dict[str, float]:
                     metric_of[metric["accumulatorId"]] = (label, metric["name"], unit)
         elif kind == "SparkListenerStageCompleted":
             info = event["Stage Info"]
-            stage = "stage " + " + ".join(_stage_operators(info))
-            totals[f"{stage}: stages"] += 1
+            stage = " + ".join(_stage_operators(info))
+            totals[f"stages: {stage}"] += 1
             for accumulable in info["Accumulables"]:
                 name, value = accumulable["Name"], accumulable["Value"]
                 if name == _RUN_TIME:
-                    totals[f"{stage}: run time ms"] += float(value)
+                    totals[f"stage run time ms: {stage}"] += float(value)
                 elif name == _CPU_TIME:
-                    totals[f"{stage}: CPU time ms"] += float(value) / 1e6
+                    totals[f"stage CPU time ms: {stage}"] += float(value) / 1e6
                 elif accumulable["ID"] in metric_of:
                     label, metric, unit = metric_of[accumulable["ID"]]
                     amount = float(value) / (1e6 if unit == "ns" else 1)
@@ -123,15 +128,15 @@ def side_by_side(first: dict[str, float], second: dict[str, float], names: tuple
                  least: float = 0.02) -> str:
     """The two profiles as one table, largest first; a line whose larger value is under ``least``
     of the larger total run time is left out (bytes and counts are always kept where timings are)."""
-    total = max(sum(v for k, v in p.items() if k.endswith(": run time ms")) for p in (first, second)) or 1.0
-    lines = [f"{'':<96}{names[0]:>16}{names[1]:>16}"]
+    total = max(sum(v for k, v in p.items() if k.startswith("stage run time")) for p in (first, second)) or 1.0
+    lines = [f"{'':<120}{names[0]:>16}{names[1]:>16}"]
     for key in sorted(first.keys() | second.keys(),
-                      key=lambda k: (not k.startswith("stage "), -max(first.get(k, 0), second.get(k, 0)))):
+                      key=lambda k: (not k.startswith("stage"), -max(first.get(k, 0), second.get(k, 0)))):
         a, b = first.get(key, 0.0), second.get(key, 0.0)
-        timed = key.endswith(" ms")
+        timed = key.startswith("stage run time") or key.startswith("stage CPU time") or key.endswith(" ms")
         if (timed and max(a, b) < least * total) or (not timed and max(a, b) == 0):
             continue
-        lines.append(f"{key[:95]:<96}{a:>16,.0f}{b:>16,.0f}")
+        lines.append(f"{key[:119]:<120}{a:>16,.0f}{b:>16,.0f}")
     return "\n".join(lines)
 
 

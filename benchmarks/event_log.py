@@ -26,6 +26,7 @@ from collections import defaultdict
 from pathlib import Path
 from typing import Iterator
 
+
 def submit_args(directory: Path) -> str:
     """``PYSPARK_SUBMIT_ARGS`` for a run that logs its events under ``directory``: set before Spark
     starts, as the event log cannot be switched on later; written plain, to be read line by line."""
@@ -33,8 +34,9 @@ def submit_args(directory: Path) -> str:
             "--conf spark.eventLog.compress=false pyspark-shell")
 
 
-#: Metric kinds that add up over tasks and batches (averages do not), and their units.
-_SUMMED = {"timing": "ms", "nsTiming": "ns", "size": "bytes", "sum": ""}
+#: Metric kinds that add up over tasks and batches (averages do not): the unit shown, and what a
+#: logged value is divided by to be in it.
+_SUMMED = {"timing": ("ms", 1), "nsTiming": ("ms", 1e6), "size": ("bytes", 1), "sum": ("", 1)}
 #: Metrics that are levels, not flows (the state's size, a peak): their sum over batches means nothing.
 _LEVELS = ("peak", "memory", "size of all", "total state rows", "state store instances")
 #: Stage totals kept per stage, from its task metrics.
@@ -53,15 +55,16 @@ def events(directory: Path) -> Iterator[dict]:
 def profile(directory: Path) -> dict[str, float]:
     """``label → total``: per stage kind its run time and CPU time (ms) and count, per operator
     each summed metric (ms, bytes or a count), over the whole run."""
-    metric_of: dict[int, tuple[str, str, str]] = {}  # accumulator id → (operator label, metric, unit)
+    metric_of: dict[int, tuple[str, float]] = {}  # accumulator id → (label, divisor)
     totals: dict[str, float] = defaultdict(float)
     for event in events(directory):
         kind = event["Event"]
         if kind.endswith("SQLExecutionStart") or kind.endswith("SQLAdaptiveExecutionUpdate"):
             for label, metric in _metrics(event["sparkPlanInfo"]):
-                unit = _SUMMED.get(metric["metricType"])
-                if unit is not None and not any(level in metric["name"] for level in _LEVELS):
-                    metric_of[metric["accumulatorId"]] = (label, metric["name"], unit)
+                summed = _SUMMED.get(metric["metricType"])
+                if summed is not None and not any(level in metric["name"] for level in _LEVELS):
+                    unit, divisor = summed
+                    metric_of[metric["accumulatorId"]] = (f"{label}: {metric['name']} {unit}".rstrip(), divisor)
         elif kind == "SparkListenerStageCompleted":
             info = event["Stage Info"]
             stage = " + ".join(_stage_operators(info))
@@ -73,13 +76,12 @@ def profile(directory: Path) -> dict[str, float]:
                 elif name == _CPU_TIME:
                     totals[f"stage CPU time ms: {stage}"] += float(value) / 1e6
                 elif accumulable["ID"] in metric_of:
-                    label, metric, unit = metric_of[accumulable["ID"]]
-                    amount = float(value) / (1e6 if unit == "ns" else 1)
-                    totals[f"{label}: {metric}{' ' + ('ms' if unit == 'ns' else unit) if unit else ''}"] += amount
+                    label, divisor = metric_of[accumulable["ID"]]
+                    totals[label] += float(value) / divisor
     return dict(totals)
 
 
-def _metrics(node: dict, below: str = "") -> Iterator[tuple[str, dict]]:
+def _metrics(node: dict) -> Iterator[tuple[str, dict]]:
     """(operator label, metric) of every operator of a plan. A generated-code pipeline is named
     after the operators it fuses and the operator it reads from, as its number differs between
     plans: ``codegen HashAggregate < StateStoreSave``."""

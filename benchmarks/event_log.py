@@ -135,7 +135,7 @@ def side_by_side(first: dict[str, float], second: dict[str, float], names: tuple
     for key in sorted(first.keys() | second.keys(),
                       key=lambda k: (not k.startswith("stage"), -max(first.get(k, 0), second.get(k, 0)))):
         a, b = first.get(key, 0.0), second.get(key, 0.0)
-        timed = key.startswith("stage run time") or key.startswith("stage CPU time") or key.endswith(" ms")
+        timed = key.endswith(" ms") or key.startswith(("stage run time", "stage CPU time"))
         if (timed and max(a, b) < least * total) or (not timed and max(a, b) == 0):
             continue
         lines.append(f"{key[:119]:<120}{a:>16,.0f}{b:>16,.0f}")

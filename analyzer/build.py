@@ -21,7 +21,7 @@ from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.intervals import interval_ms
 from stategate.analyzer.lineage import Resolver
 from stategate.analyzer.scope import Relation, field_access, source_column
-from stategate.analyzer.model import Column, Function, JobModel, Output, Pipeline, Resolved, Table, View
+from stategate.analyzer.model import Column, Function, JobModel, Output, Pipeline, Resolved, Role, Table, View
 from stategate.analyzer.scan import Span, prepare
 from stategate.analyzer.stack import MAX_NESTING, deep
 
@@ -366,7 +366,7 @@ def _function(node: exp.Create) -> Function:
 
 def _pipeline(relation: Relation, sink: str | None, index: int, statement: Statement) -> Pipeline:
     outputs = tuple(relation.outputs) or tuple(
-        Output(n, Resolved.of(relation.columns[n]), "expression") for n in relation.names
+        Output(n, Resolved.of(relation.columns[n]), Role.EXPRESSION) for n in relation.names
     )
     return Pipeline(
         name=sink or f"select#{index}",

@@ -9,9 +9,17 @@ Where the deployed version comes from:
   layout beside its checkpoint, under any root the Airflow provider accepts: the answer the gate
   will give at deploy time.
 
+The new SQL must be something the Spark job can run (:mod:`analyzer.runnable`): its windows,
+aggregates and joins; against a deployment root, also its tables and sinks, as the gate refuses
+them. Otherwise there is no verdict: the job's own message, at its place.
+
+``--deployed`` reads the deployment root through the Airflow provider, which this module does not
+import: the provider registers its reader under the entry point group :data:`DEPLOYMENTS`, so the
+analyzer stays below the layers that use it.
+
 Exit status: 0 when a verdict is reached; 1 with ``--fail-on`` when a verdict is at or above that
-severity (so a merge can be blocked); 2 when a file cannot be read, its SQL is invalid, or the
-deployed version cannot be found.
+severity (so a merge can be blocked); 2 when a file cannot be read, its SQL is invalid or holds a
+construct the Spark job cannot run, or the deployed version cannot be found.
 """
 
 from __future__ import annotations
@@ -22,15 +30,22 @@ import os
 import subprocess
 import sys
 from dataclasses import dataclass
+from importlib.metadata import entry_points
 from pathlib import Path
-from typing import Sequence
+from typing import Any, Callable, Mapping, Sequence
 
 from stategate.analyzer.build import build, build_file
 from stategate.analyzer.compare import compare_models
 from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.judgement import Deployed, Judgement, judge
+from stategate.analyzer.model import JobModel
 from stategate.analyzer.report import FIRST_DEPLOY, Report, Verdict
+from stategate.analyzer.runnable import check_constructs, check_runnable
 
 EXIT_OK, EXIT_FAIL_ON, EXIT_INVALID = 0, 1, 2
+#: The entry point group of the reader of a deployment root: ``(model, root, job, conn_id) ->
+#: Judgement``, raising ``OSError`` or ``ValueError`` when the deployment cannot be read.
+DEPLOYMENTS = "stategate.deployments"
 
 
 class DeployedVersionError(ValueError):
@@ -99,7 +114,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             checks = [_against_git(path, args.base, layout) for path in args.files]
         else:
             old, new = args.files
-            checks = [Check(new, compare_models(build_file(old), build_file(new), layout))]
+            checks = [Check(new, _judged(build_file(old), _constructs_run(build_file(new)), layout))]
     except (SQLModelError, DeployedVersionError) as error:
         print(f"stategate: {error}", file=sys.stderr)
         return EXIT_INVALID
@@ -141,11 +156,25 @@ def _against_git(path: str, revision: str, layout: dict | None) -> Check:
     if _git(folder, "rev-parse", "--verify", "--quiet", f"{revision}^{{commit}}").returncode != 0:
         raise DeployedVersionError(f"{path}: {revision!r} is not a revision of the git repository here")
     old = _git(folder, "show", f"{revision}:./{file.name}")
-    new = build_file(path)
+    new = _constructs_run(build_file(path))
     if old.returncode != 0:
         return Check(path, None, f"{path} is new at {revision}: a first deploy, no state to reuse")
-    source = f"{path}@{revision}"
-    return Check(path, compare_models(build(old.stdout, source=source), new, layout))
+    return Check(path, _judged(build(old.stdout, source=f"{path}@{revision}"), new, layout))
+
+
+def _constructs_run(model: JobModel) -> JobModel:
+    """``model``, once its windows, aggregates and joins are ones the Spark job runs."""
+    check_constructs(model)
+    return model
+
+
+def _judged(old: JobModel, new: JobModel, layout: Mapping[str, Any] | None) -> Report:
+    """``new`` against ``old``; with the deployed state's ``layout``, also whether its aggregates fit."""
+    if layout is None:
+        return compare_models(old, new)
+    report = judge(new, Deployed(old, layout)).report
+    assert report is not None, "a deployed state with a layout is judged"
+    return report
 
 
 def _git(folder: str, *args: str) -> subprocess.CompletedProcess:
@@ -156,19 +185,26 @@ def _git(folder: str, *args: str) -> subprocess.CompletedProcess:
 
 
 def _against_deployment(path: str, root: str, job: str, conn_id: str | None) -> Check:
-    """``path`` against the job's deployment root, exactly as the Airflow gate compares them."""
+    """``path`` against the job's deployment root, exactly as the Airflow gate judges them."""
     model = build_file(path)
-    # Airflow is imported here only: the other sources need nothing but the analyzer.
-    from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
-
+    check_runnable(model)
     try:
-        deployed = DeploymentHook(root, job, conn_id).compare(model)
-    except (StateGateError, OSError, ValueError) as error:
+        judgement = _deployment_reader()(model, root, job, conn_id)
+    except (OSError, ValueError) as error:
         raise DeployedVersionError(f"cannot read the deployment of {job!r} under {root}: {error}") from None
-    if deployed.report is None:
-        reason = "no deployed version" if deployed.record is None else "the deployed version holds no state"
-        return Check(path, None, f"{reason} of {job} under {root}: a first deploy, starting fresh")
-    return Check(path, deployed.report)
+    if judgement.report is None:
+        return Check(path, None, f"{judgement.first_deploy} of {job} under {root}: a first deploy, starting fresh")
+    return Check(path, judgement.report)
+
+
+def _deployment_reader() -> Callable[[JobModel, str, str, str | None], Judgement]:
+    """The reader of deployment roots the Airflow provider registers (:data:`DEPLOYMENTS`)."""
+    found = entry_points(group=DEPLOYMENTS, name="root")
+    if not found:
+        raise DeployedVersionError("--deployed reads a deployment root through stategate's Airflow provider, "
+                                   f"which registers no '{DEPLOYMENTS}' entry point here: install it "
+                                   "(pip install airflow-provider-stategate)")
+    return next(iter(found)).load()
 
 
 def _layout(path: str) -> dict:

@@ -4,12 +4,10 @@ from __future__ import annotations
 
 from dataclasses import replace
 from itertools import zip_longest
-from typing import Any, Mapping
 
 from stategate.analyzer.build import build
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
-from stategate.analyzer.model import IntervalJoin, JobModel, Pipeline, WindowAggregate, WindowJoin
+from stategate.analyzer.model import IntervalJoin, JobModel, Pipeline, WindowAggregate, WindowJoin, WindowOperator
 from stategate.analyzer.replay import replays
 from stategate.analyzer.report import AggregatePlan, Finding, Report, Verdict
 from stategate.analyzer.rules import coverage, group_window, shared, window_topn, window_tvf
@@ -24,20 +22,17 @@ def compare(old_sql: str, new_sql: str, *, old_source: str = "old", new_source: 
 
 
 @deep
-def compare_models(old: JobModel, new: JobModel, deployed: Mapping[str, Any] | None = None,
-                   watermarks: Mapping[str, int | None] | None = None) -> Report:
-    """Compare two job models; with ``deployed`` (the state signature recorded with the old one's
-    state) also whether the new aggregates fit the recorded slot layout (``watermarks``, per
-    pipeline, say which retired slots are free again; unknown means none)."""
+def compare_models(old: JobModel, new: JobModel) -> Report:
+    """Compare two job models. Whether a deployed state, as laid out, can take the new one is the
+    judgement's (:func:`analyzer.judgement.judge`)."""
     try:
-        return _compare_models(old, new, deployed, watermarks)
+        return _compare_models(old, new)
     except RecursionError:
         raise SQLModelError("an expression nests too deeply to compare (an operator chain of tens of "
                             "thousands)", source=new.source) from None
 
 
-def _compare_models(old: JobModel, new: JobModel, deployed: Mapping[str, Any] | None,
-                    watermarks: Mapping[str, int | None] | None) -> Report:
+def _compare_models(old: JobModel, new: JobModel) -> Report:
     findings: list[Finding] = []
     plans: list[tuple[str, AggregatePlan]] = []
     pairs, unmatched = _match(old, new)
@@ -47,30 +42,11 @@ def _compare_models(old: JobModel, new: JobModel, deployed: Mapping[str, Any] | 
         findings += [_tag(f, old_p.name if len(pairs) > 1 else "") for f in pipeline_findings]
         plans.append((old_p.name, plan))
     findings += coverage.settings(old, new)
-    if deployed is not None:
-        findings += layout_findings(new, JobLayout.from_signature(deployed), watermarks)
     if not pairs and not unmatched:
         findings.append(Finding("stategate.no-pipeline", UNKNOWN,
                                 "neither script has an INSERT INTO or SELECT to compare"))
     report = Report(tuple(findings))
     return Report(tuple(findings), _merge_plans(plans, report.verdict, len(plans) > 1), replays(old, new))
-
-
-def layout_findings(new: JobModel, deployed: JobLayout,
-                    watermarks: Mapping[str, int | None] | None = None) -> list[Finding]:
-    """Whether the state as laid out can take the new SQL's aggregates (``analyzer.layout``)."""
-    if deployed.name != LAYOUT:
-        return [Finding("stategate.layout.old", Verdict.INCOMPATIBLE,
-                        f"the state was written with layout {deployed.name}; this stategate reads "
-                        f"{LAYOUT} only: archive the checkpoint and start fresh (nothing was deleted)",
-                        deployed.name, LAYOUT)]
-    try:
-        plan(new, deployed, watermarks)
-    except NoRoom as error:
-        return [Finding("stategate.layout.no-room", Verdict.INCOMPATIBLE,
-                        f"the change does not fit the recorded state layout: {error}; clear the state "
-                        "(a fresh start sizes the buffer anew; SET 'stategate.state.slots' leaves room)")]
-    return []
 
 
 def _match(old: JobModel, new: JobModel) -> tuple[list[tuple[Pipeline, Pipeline]], list[Finding]]:
@@ -208,7 +184,7 @@ def _rules_for(change: Change) -> list[Finding]:
     if change.old.topn is not None or change.new.topn is not None:
         return window_topn.check(change)
     operators = {w.operator for w in (change.old_agg.window, change.new_agg.window) if w is not None}
-    if "group" in operators:
+    if WindowOperator.GROUP in operators:
         return group_window.check(change)
     return window_tvf.check(change)
 
@@ -291,10 +267,7 @@ def _merge_plans(plans: list[tuple[str, AggregatePlan]], verdict: Verdict, quali
     def names(name: str, items: tuple[str, ...]) -> tuple[str, ...]:
         return tuple(f"{name}: {i}" for i in items) if qualify else items
 
-    kept = tuple(k for n, p in plans for k in names(n, p.kept))
-    added = tuple(a for n, p in plans for a in names(n, p.added))
-    dropped = tuple(d for n, p in plans for d in names(n, p.dropped))
-    if verdict is Verdict.INCOMPATIBLE:
-        # State is cleared: nothing continues, every aggregate starts from zero.
-        return AggregatePlan(kept=(), added=kept + added, dropped=kept + dropped)
-    return AggregatePlan(kept, added, dropped)
+    merged = AggregatePlan(tuple(k for n, p in plans for k in names(n, p.kept)),
+                           tuple(a for n, p in plans for a in names(n, p.added)),
+                           tuple(d for n, p in plans for d in names(n, p.dropped)))
+    return merged.cleared() if verdict is Verdict.INCOMPATIBLE else merged

@@ -20,8 +20,10 @@ from stategate.analyzer.model import (
     WINDOW_FIELDS,
     IntervalJoin,
     JoinBranch,
+    JoinKind,
     Output,
     Resolved,
+    Role,
     StreamBranch,
     Table,
     Window,
@@ -66,7 +68,7 @@ def _window_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Ex
         condition = _in_branches(scope, on)
         if not _joins_on_windows(condition, scope, aliases[index], aliases[:index]):
             return None
-        kinds.append(join.side.upper() or "INNER")
+        kinds.append(JoinKind(join.side.upper() or "INNER"))
         conditions.append(Resolved.of(condition, on))
     filters = tuple(Resolved.of(_in_branches(scope, c), c) for c in conjuncts(where.this)) if where else ()
     branches = tuple(JoinBranch(alias, aggregate) for alias, aggregate in aggregates.items())
@@ -102,7 +104,7 @@ def _interval_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.
         bounds = _time_bounds(parts, branch_column(streams[0], time), windows[0], window_fields)
         if bounds is not None:
             condition = exp.and_(*parts)
-            columns = tuple(Output(n, Resolved.of(stream.columns[n]), "expression") for n in stream.names)
+            columns = tuple(Output(n, Resolved.of(stream.columns[n]), Role.EXPRESSION) for n in stream.names)
             return IntervalJoin(StreamBranch(streams[0], stream.source, stream.filters, columns),  # type: ignore[arg-type]
                                 JoinBranch(windows[0], window.aggregate), Resolved.of(condition),  # type: ignore[arg-type]
                                 time, *bounds, _outputs(scope, items))
@@ -110,7 +112,7 @@ def _interval_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.
 
 def _outputs(scope: Scope, items: list[tuple[str, exp.Expr]]) -> tuple[Output, ...]:
     """The SELECT list over the joined rows, reading the inputs' columns (:meth:`Scope.branch`)."""
-    return tuple(Output(name, Resolved.of(_in_branches(scope, node), node), "expression") for name, node in items)
+    return tuple(Output(name, Resolved.of(_in_branches(scope, node), node), Role.EXPRESSION) for name, node in items)
 
 def _in_branches(scope: Scope, node: exp.Expr) -> exp.Expr:
     node = node.unalias() if isinstance(node, exp.Alias) else node

@@ -13,17 +13,18 @@ depends on the query, and a redeploy maps onto it without touching stored state:
   passed the end of the last such window (``reusable_from_ms``). Session windows grow for as long
   as events arrive, so their retired slots are reused only after the state is cleared.
 
-A slot has a *shape*: the aggregate it was made for (``SUM:m2``, a sum of exact numbers kept at
-scale 2; ``COUNT``; ``MAX:t``, the latest time; see :func:`shape_of`), and only that aggregate's
-fields. The slots of the first deploy are shaped for its aggregates; the headroom slots are
-*generic*, with the fields of every shape, so that any aggregate added later fits one. Every field
-costs every state row and every input row, so shaping the slots matters (measured below). A
-retired shaped slot takes only an aggregate of its own shape; a retired generic slot takes any.
+A slot has a :class:`Shape`: the aggregate it was made for (``SUM:m2``, a sum of exact numbers kept
+at scale 2; ``COUNT``; ``MAX:t``, the latest time; see :func:`shape_of`), and only the fields that
+aggregate keeps (:mod:`analyzer.aggregates`). The slots of the first deploy are shaped for its
+aggregates; the headroom slots are *generic*, with the fields of every shape of their pool, so that
+any aggregate added later fits one. Every field costs every state row and every input row, so
+shaping the slots matters (docs: benchmarks). A retired shaped slot takes only an aggregate of its
+own shape; a retired generic slot takes any.
 
-Slots come in three pools, by what their fields hold: *plain* (counts, sums, numeric and time
-MIN/MAX), *text* (MIN/MAX over text: a string buffer field stops Spark's hash aggregation, measured
-below, so only jobs that need one pay for it) and *distinct* (a set of values). An aggregate's pool
-follows from its SQL and the declared column types (:mod:`analyzer.value_types`).
+Slots come in three pools (:class:`~analyzer.aggregates.Pool`), by what their fields hold: *plain*
+(counts, sums, numeric and time MIN/MAX), *text* (MIN/MAX over text) and *distinct* (a set of
+values). An aggregate's pool follows from its SQL and the declared column types
+(:mod:`analyzer.value_types`).
 
 The widths are chosen at the first deploy (``SET 'stategate.state.slots'``,
 ``'stategate.state.text-slots'`` and ``'stategate.state.distinct-slots'``; the defaults leave
@@ -36,38 +37,75 @@ This module is free of Spark: the analyzer, the Airflow gate and the Spark job s
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
+from stategate.analyzer.aggregates import FIELDS, Field, Pool, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Aggregate, JobModel, WindowAggregate
-from stategate.analyzer.value_types import EXACT, exact_scale, family, is_text
+from stategate.analyzer.value_types import Family, exact_scale, family
 
 #: Layout names as recorded beside the state. v1 stored one state row per aggregate (unpivoted);
 #: v2 kept string MIN/MAX fields in every plain slot; v3 gave every slot the fields of every shape.
 LAYOUT_V1 = "stategate-unpivot-v1"
 LAYOUT = "stategate-slots-v4"
 
-SLOTS_SETTING = "stategate.state.slots"
-TEXT_SLOTS_SETTING = "stategate.state.text-slots"
-DISTINCT_SLOTS_SETTING = "stategate.state.distinct-slots"
-WIDTH_SETTINGS = (SLOTS_SETTING, TEXT_SLOTS_SETTING, DISTINCT_SLOTS_SETTING)
-#: Pool names, as recorded.
-PLAIN, TEXT, DISTINCT = "plain", "text", "distinct"
+#: The setting that sizes each pool at the first deploy.
+WIDTH_SETTINGS: Mapping[Pool, str] = {Pool.PLAIN: "stategate.state.slots", Pool.TEXT: "stategate.state.text-slots",
+                                      Pool.DISTINCT: "stategate.state.distinct-slots"}
+SLOTS_SETTING = WIDTH_SETTINGS[Pool.PLAIN]
 #: Generic slots at the first deploy, beside the shaped ones; text and distinct pools get the same
-#: headroom when the query has any. A generic plain slot is 4 buffer fields, a shaped one 1 or 2
-#: (``spark_jobs.state``); v3's slots were all generic, of 9.
-#: Measured on the TUMBLE benchmark job (1M bids, 3 aggregates, 10 micro-batches, query time):
-#: 23.4 s with the 51 buffer fields of five generic slots, 20.1 s with only the 4 the aggregates
-#: use, 15 s for Spark's own aggregation. Text fields cost more: with one text field in the buffer
-#: Spark plans a sort-based aggregation, 31 s instead of 23 s of query time for the same job.
+#: headroom when the query has any. A generic plain slot is 4 buffer fields, a shaped one 1 or 2.
 HEADROOM = 2
-#: The shape of a slot made for no aggregate in particular: it has the fields of every shape.
-GENERIC = "*"
 #: The scale exact values are kept at in generic slots, and in shaped ones whose argument's scale
 #: is not certain (or that were recorded before shapes carried a scale).
 EXACT_SCALE = 18
+
+
+@dataclass(frozen=True)
+class Shape:
+    """What a slot's fields were made for: one aggregate function over one value family, its exact
+    values kept at ``scale``; or, generic (no function), every aggregate its pool holds. Recorded as
+    text: ``SUM:m2``, ``AVG:d``, ``COUNT``, ``*``."""
+
+    function: str | None = None
+    family: Family | None = None
+    scale: int | None = None
+
+    @classmethod
+    def parse(cls, text: str) -> Shape:
+        if text == _GENERIC:
+            return GENERIC
+        function, _, rest = text.partition(":")
+        if not rest:
+            return cls(function)
+        digits = rest[1:]
+        return cls(function, Family(rest[0]), int(digits) if digits else None)
+
+    def __str__(self) -> str:
+        if self.function is None:
+            return _GENERIC
+        if self.family is None:
+            return self.function
+        return f"{self.function}:{self.family.value}{'' if self.scale is None else self.scale}"
+
+    @property
+    def kept_scale(self) -> int:
+        """The scale this slot keeps exact values at."""
+        return EXACT_SCALE if self.scale is None else self.scale
+
+    def fields(self, pool: Pool) -> tuple[Field, ...]:
+        """The fields a slot of this shape has in ``pool``, in buffer order: the fields its
+        aggregate keeps, or every field of the pool for a generic slot."""
+        if self.function is None:
+            return tuple(f for f in FIELDS if f.pool is pool)
+        kept = {f for f, _ in state_of(self.function, self.family, False)}
+        return tuple(f for f in FIELDS if f in kept)
+
+
+_GENERIC = "*"
+#: The shape of a slot made for no aggregate in particular.
+GENERIC = Shape()
 
 
 class NoRoom(ValueError):
@@ -88,10 +126,10 @@ class Retired:
 
 
 @dataclass(frozen=True)
-class Pool:
-    """Slots of one kind: plain (count, sums, min/max), text (min/max) or distinct (a set of values)."""
+class Slots:
+    """The slots of one pool: plain (count, sums, min/max), text (min/max) or distinct (a set of values)."""
 
-    shapes: tuple[str, ...] = ()  # per slot: the shape its fields were made for, or GENERIC
+    shapes: tuple[Shape, ...] = ()  # per slot: the shape its fields were made for, or GENERIC
     assigned: tuple[tuple[str, int], ...] = ()  # (aggregate identity, slot), in assignment order
     retired: tuple[Retired, ...] = ()
 
@@ -102,8 +140,8 @@ class Pool:
     def slot_of(self, identity: str) -> int:
         return dict(self.assigned)[identity]
 
-    def evolve(self, shapes: Mapping[str, str], watermark_ms: int | None, retire_until_ms: int | None,
-               what: str) -> Pool:
+    def evolve(self, shapes: Mapping[str, Shape], watermark_ms: int | None, retire_until_ms: int | None,
+               what: Pool) -> Slots:
         """The pool holding ``shapes`` (aggregate identity → shape, in query order): kept aggregates
         stay, dropped ones retire, added ones take a free slot of their own shape, else a free
         generic one."""
@@ -123,26 +161,26 @@ class Pool:
                     free.remove(slot)
         if len(taken) < len(added):
             blocked = sum(1 for r in retired if not r.free_at(watermark_ms))
-            message = (f"{len(added)} {what} aggregate(s) added ({', '.join(added)}) but only "
-                       f"{len(taken) + len(free)} of {self.width} {what} slots are free ({len(kept)} kept, "
+            message = (f"{len(added)} {what.value} aggregate(s) added ({', '.join(added)}) but only "
+                       f"{len(taken) + len(free)} of {self.width} {what.value} slots are free ({len(kept)} kept, "
                        f"{blocked} retired and possibly still read by open windows)")
             if free:
                 unfit = ", ".join(i for i in added if i not in taken)
                 message += (f"; none of them fits {unfit}: a slot made for one aggregate takes only that "
-                            f"shape (free: {', '.join(self.shapes[s] for s in free)})")
+                            f"shape (free: {', '.join(str(self.shapes[s]) for s in free)})")
             raise NoRoom(message)
         reused = set(taken.values())
         assigned = tuple((i, kept[i] if i in kept else taken[i]) for i in shapes)
-        return Pool(self.shapes, assigned, tuple(r for r in retired if r.slot not in reused))
+        return Slots(self.shapes, assigned, tuple(r for r in retired if r.slot not in reused))
 
     def to_dict(self) -> dict[str, Any]:
-        return {"width": self.width, "shapes": list(self.shapes), "assigned": dict(self.assigned),
+        return {"width": self.width, "shapes": [str(s) for s in self.shapes], "assigned": dict(self.assigned),
                 "retired": [{"slot": r.slot, "identity": r.identity, "reusable_from_ms": r.reusable_from_ms}
                             for r in self.retired]}
 
     @classmethod
-    def from_dict(cls, data: Mapping[str, Any]) -> Pool:
-        return cls(tuple(str(s) for s in data["shapes"]),
+    def from_dict(cls, data: Mapping[str, Any]) -> Slots:
+        return cls(tuple(Shape.parse(str(s)) for s in data["shapes"]),
                    tuple((str(i), int(s)) for i, s in data["assigned"].items()),
                    tuple(Retired(int(r["slot"]), str(r["identity"]), r["reusable_from_ms"])
                          for r in data["retired"]))
@@ -150,29 +188,29 @@ class Pool:
 
 @dataclass(frozen=True)
 class StageLayout:
-    """The buffer of one window aggregation (a cascade has one per window)."""
+    """The buffer of one window aggregation (a cascade has one per window): the slots of each pool."""
 
-    plain: Pool
-    text: Pool
-    distinct: Pool
+    plain: Slots
+    text: Slots
+    distinct: Slots
 
-    def pool(self, name: str) -> Pool:
-        return {PLAIN: self.plain, TEXT: self.text, DISTINCT: self.distinct}[name]
+    def pool(self, pool: Pool) -> Slots:
+        return {Pool.PLAIN: self.plain, Pool.TEXT: self.text, Pool.DISTINCT: self.distinct}[pool]
 
-    def slot_of(self, identity: str) -> tuple[str, int]:
+    def slot_of(self, identity: str) -> tuple[Pool, int]:
         """The pool and slot an aggregate was assigned."""
-        for name in (PLAIN, TEXT, DISTINCT):
-            assigned = dict(self.pool(name).assigned)
+        for pool in Pool:
+            assigned = dict(self.pool(pool).assigned)
             if identity in assigned:
-                return name, assigned[identity]
+                return pool, assigned[identity]
         raise KeyError(identity)
 
     def to_dict(self) -> dict[str, Any]:
-        return {name: self.pool(name).to_dict() for name in (PLAIN, TEXT, DISTINCT)}
+        return {pool.value: self.pool(pool).to_dict() for pool in Pool}
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageLayout:
-        return cls(*(Pool.from_dict(data[name]) for name in (PLAIN, TEXT, DISTINCT)))
+        return cls(*(Slots.from_dict(data[pool.value]) for pool in Pool))
 
 
 @dataclass(frozen=True)
@@ -213,65 +251,51 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
             until = _retire_until(model, stage, watermark)
             pooled = _pooled(model, stage)
             try:
-                stages.append(StageLayout(*(layout.pool(name).evolve(pooled[name], watermark, until, name)
-                                            for name in (PLAIN, TEXT, DISTINCT))))
+                stages.append(StageLayout(*(layout.pool(pool).evolve(pooled[pool], watermark, until, pool)
+                                            for pool in Pool)))
             except NoRoom as error:
                 raise NoRoom(f"pipeline {pipeline.name}: {error}") from None
         pipelines[pipeline.name] = tuple(stages)
     return JobLayout(pipelines)
 
 
-def pool_of(model: JobModel, aggregate: Aggregate) -> str:
-    """Which pool an aggregate's state lives in."""
+def pool_of(model: JobModel, aggregate: Aggregate) -> Pool:
+    """Which pool an aggregate's state lives in: that of the fields it keeps (plain where the type
+    of its argument cannot be told)."""
     if aggregate.distinct:
-        return DISTINCT
-    if aggregate.function in ("MIN", "MAX") and aggregate.args and is_text(model, aggregate.args[0].expr):
-        return TEXT
-    return PLAIN
+        return Pool.DISTINCT
+    found = family(model, aggregate.args[0].expr) if aggregate.args else None
+    try:
+        return state_of(aggregate.function, found, False)[0][0].pool
+    except KeyError:
+        return Pool.PLAIN
 
 
-def shape_of(model: JobModel, aggregate: Aggregate) -> str:
+def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     """The slot shape an aggregate needs: ``COUNT``, or its function and the value family of its
     argument (``SUM:m``, ``AVG:d``, ``MAX:t``, ``MIN:s``; :mod:`analyzer.value_types`). A distinct
     slot is one set whatever it aggregates, and an argument whose type cannot be told needs every
     field: both are :data:`GENERIC`.
 
     A SUM, MIN or MAX of exact numbers whose scale is certain keeps it (``SUM:m2``: kept as
-    DECIMAL(38, 2), Flink's own type for that sum). Kept at :data:`EXACT_SCALE` instead, each value
-    is rescaled, a big-number multiplication per row and field: in a JFR profile of the TUMBLE
-    benchmark job, 39-53 of about 750 samples were in Java's BigInteger and Spark's Decimal,
-    against 13-15 for Spark's own aggregation. AVG keeps :data:`EXACT_SCALE`: its division must not
-    round before the result is cut to the result type."""
+    DECIMAL(38, 2), Flink's own type for that sum): kept at :data:`EXACT_SCALE` instead, each value
+    would be rescaled, a big-number multiplication per row and field. AVG keeps
+    :data:`EXACT_SCALE`: its division must not round before the result is cut to the result type."""
     if aggregate.distinct:
         return GENERIC
     if aggregate.function == "COUNT":
-        return "COUNT"
+        return Shape("COUNT")
     found = family(model, aggregate.args[0].expr) if aggregate.args else None
     if found is None:
         return GENERIC
-    scale = exact_scale(model, aggregate.args[0].expr) if found == EXACT and aggregate.function != "AVG" else None
-    return f"{aggregate.function}:{found}{'' if scale is None else scale}"
+    scale = exact_scale(model, aggregate.args[0].expr) \
+        if found is Family.EXACT and aggregate.function != "AVG" else None
+    return Shape(aggregate.function, found, scale)
 
 
-def unscaled(shape: str) -> str:
-    """The shape whatever its scale (``SUM:m2`` → ``SUM:m``): which fields its slot has."""
-    return shape.rstrip("0123456789")
-
-
-def shape_family(shape: str) -> str | None:
-    """The value family a shape was made for (``SUM:m2`` → ``m``); None for COUNT and generic slots."""
-    return unscaled(shape).partition(":")[2] or None
-
-
-def shape_scale(shape: str) -> int:
-    """The scale a slot of this shape keeps exact values at."""
-    digits = shape[len(unscaled(shape)):]
-    return int(digits) if digits else EXACT_SCALE
-
-
-def _pooled(model: JobModel, stage: WindowAggregate) -> dict[str, dict[str, str]]:
+def _pooled(model: JobModel, stage: WindowAggregate) -> dict[Pool, dict[str, Shape]]:
     """Per pool: aggregate identity → slot shape, in query order."""
-    pooled: dict[str, dict[str, str]] = {PLAIN: {}, TEXT: {}, DISTINCT: {}}
+    pooled: dict[Pool, dict[str, Shape]] = {pool: {} for pool in Pool}
     for aggregate in stage.aggregates:
         pooled[pool_of(model, aggregate)][aggregate.identity] = shape_of(model, aggregate)
     return pooled
@@ -279,13 +303,12 @@ def _pooled(model: JobModel, stage: WindowAggregate) -> dict[str, dict[str, str]
 
 def _fresh(model: JobModel, stage: WindowAggregate) -> StageLayout:
     pooled = _pooled(model, stage)
-    settings = {PLAIN: SLOTS_SETTING, TEXT: TEXT_SLOTS_SETTING, DISTINCT: DISTINCT_SLOTS_SETTING}
     pools = []
-    for name in (PLAIN, TEXT, DISTINCT):
-        shaped = list(pooled[name].values())
-        headroom = HEADROOM if shaped or name == PLAIN else 0
-        width = _setting(model, settings[name], len(shaped) + headroom)
-        pools.append(Pool(tuple((shaped + [GENERIC] * width)[:width])).evolve(pooled[name], None, None, name))
+    for pool in Pool:
+        shaped = list(pooled[pool].values())
+        headroom = HEADROOM if shaped or pool is Pool.PLAIN else 0
+        width = _setting(model, WIDTH_SETTINGS[pool], len(shaped) + headroom)
+        pools.append(Slots(tuple((shaped + [GENERIC] * width)[:width])).evolve(pooled[pool], None, None, pool))
     return StageLayout(*pools)
 
 
@@ -308,15 +331,3 @@ def _retire_until(model: JobModel, stage: WindowAggregate, watermark_ms: int | N
     if watermark_ms is None or span is None or table is None:
         return None
     return watermark_ms + (table.watermark_delay_ms or 0) + span
-
-
-def watermark_of_offset_log(text: str) -> int | None:
-    """The event-time watermark of a batch, from one file of a Spark checkpoint's ``offsets/`` log
-    (``v1``, then the batch metadata as JSON, then one line per source)."""
-    lines = text.splitlines()
-    if len(lines) < 2:
-        return None
-    try:
-        return int(json.loads(lines[1]).get("batchWatermarkMs"))
-    except (ValueError, TypeError, AttributeError):
-        return None

@@ -37,16 +37,20 @@ from stategate.analyzer.model import (
     WINDOW_MARKER,
     Aggregate,
     Clause,
+    ClauseKind,
     Function,
     GroupKey,
     OrderKey,
     Output,
     RankedRows,
     Resolved,
+    Role,
     Table,
+    TimeKind,
     TopN,
     Window,
     WindowAggregate,
+    WindowOperator,
     sql_key,
 )
 from stategate.analyzer.scope import (
@@ -170,7 +174,7 @@ class Resolver:
             Resolved.of(scope.resolve(k), k) for k in table_arg.args.get("partition_by") or []
         )
         window = self.window(
-            call.args["kind"].name, "tvf", time_attr, descriptor.expressions[0],
+            call.args["kind"].name, WindowOperator.TVF, time_attr, descriptor.expressions[0],
             call.expressions, base, partition, call,
         )
         columns = dict(base.columns)
@@ -184,7 +188,7 @@ class Resolver:
     def window(
         self,
         kind: str,
-        operator: str,
+        operator: WindowOperator,
         time_attr: exp.Expr,
         written_attr: exp.Expr,
         intervals: list[exp.Expr],
@@ -212,15 +216,15 @@ class Resolver:
             written=node.sql(dialect="flink"),
         )
 
-    def _time_kind(self, attr: exp.Expr) -> str:
+    def _time_kind(self, attr: exp.Expr) -> TimeKind:
         if isinstance(attr, exp.Column) and attr.table.startswith(WINDOW_MARKER):
-            return "rowtime" if attr.name == "window_time" else "proctime"
+            return TimeKind.ROWTIME if attr.name == "window_time" else TimeKind.PROCTIME
         rowtimes = (time_attribute(table) for table in self.tables.values())
         if any(rowtime is not None and sql_key(rowtime) == sql_key(attr) for rowtime in rowtimes):
-            return "rowtime"
+            return TimeKind.ROWTIME
         if isinstance(attr, exp.Anonymous) and attr.name.upper() == "PROCTIME":
-            return "proctime"
-        return "unknown"
+            return TimeKind.PROCTIME
+        return TimeKind.UNKNOWN
 
     # ----------------------------------------------------------------- queries
     def query(self, node: exp.Expr) -> Relation:
@@ -342,7 +346,7 @@ class _SelectResolver:
         for conjunct in conjuncts(predicate):
             resolved = scope.resolve(conjunct)
             if base.window is not None and reads_window_fields(resolved):
-                between.append(Clause("filter", Resolved.of(resolved, conjunct)))
+                between.append(Clause(ClauseKind.FILTER, Resolved.of(resolved, conjunct)))
             elif base.aggregate is not None:
                 unsupported.append(f"filter after a window aggregation: {conjunct.sql(dialect='flink')}")
             else:
@@ -368,7 +372,7 @@ class _SelectResolver:
                 continue
             resolved = scope.resolve(node)
             if base.window is not None and reads_window_fields(resolved) and window_field_of(resolved) is None:
-                between.append(Clause("calculation", Resolved.of(resolved, written)))
+                between.append(Clause(ClauseKind.CALCULATION, Resolved.of(resolved, written)))
             columns[name] = resolved
             names.append(name)
             outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved)))
@@ -503,12 +507,12 @@ class _SelectResolver:
     def _group_window(self, scope: Scope, base: Relation, node: GroupWindow) -> Window:
         kind = node.args["kind"].name
         time_attr = scope.resolve(node.this)
-        return self.resolver.window(kind, "group", time_attr, node.this, node.expressions, base, (), node)
+        return self.resolver.window(kind, WindowOperator.GROUP, time_attr, node.this, node.expressions, base, (), node)
 
     def _auxiliary(self, window: Window | None) -> Callable[[exp.Expr], exp.Expr | None]:
         def rewrite(node: exp.Expr) -> exp.Expr | None:
             if isinstance(node, GroupWindowAuxiliary):
-                if window is None or window.operator != "group":
+                if window is None or window.operator is not WindowOperator.GROUP:
                     raise SQLModelError(
                         f"{node.sql(dialect='flink')} needs a matching group window in GROUP BY"
                     )
@@ -654,16 +658,16 @@ def _is_grouped(resolved: exp.Expr, key_texts: set[str]) -> bool:
     )
 
 
-def _role(resolved: exp.Expr, key_texts: set[str] | None = None) -> str:
+def _role(resolved: exp.Expr, key_texts: set[str] | None = None) -> Role:
     if window_field_of(resolved):
-        return "window"
+        return Role.WINDOW
     if key_texts is not None and sql_key(resolved) in key_texts:
-        return "key"
+        return Role.KEY
     if isinstance(resolved, exp.Column) and resolved.table == RANK_MARKER:
-        return "rank"
+        return Role.RANK
     if resolved.find(exp.AggFunc) is not None:
-        return "aggregate"
-    return "expression"
+        return Role.AGGREGATE
+    return Role.EXPRESSION
 
 
 

@@ -10,6 +10,7 @@ aliases, views or subqueries in between.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import Enum
 from functools import cached_property
 from typing import Mapping
 
@@ -25,6 +26,55 @@ WINDOW_MARKER = "$window"
 UDTF_MARKER = "$udtf"
 
 WINDOW_FIELDS = ("window_start", "window_end", "window_time")
+
+
+class WindowOperator(str, Enum):
+    """How a window aggregation is written: a window TVF (seed 001), or a legacy group window,
+    ``GROUP BY TUMBLE(...)`` (seed 000). Flink runs them as different operators, with different state."""
+
+    TVF = "tvf"
+    GROUP = "group"
+
+    @property
+    def described(self) -> str:
+        return "a window TVF" if self is WindowOperator.TVF else "a legacy group window"
+
+
+class TimeKind(str, Enum):
+    """What a window's time attribute is: event time (a rowtime), processing time, or neither the
+    analyzer can tell."""
+
+    ROWTIME = "rowtime"
+    PROCTIME = "proctime"
+    UNKNOWN = "unknown"
+
+
+class Role(str, Enum):
+    """What an output column shows: a group key, an aggregate, a window attribute, a Top-N's rank,
+    or an expression computed from those."""
+
+    KEY = "key"
+    AGGREGATE = "aggregate"
+    WINDOW = "window"
+    RANK = "rank"
+    EXPRESSION = "expression"
+
+
+class ClauseKind(str, Enum):
+    """A clause between a window TVF and its GROUP BY: a calculation on window attributes, or a
+    filter on them."""
+
+    CALCULATION = "calculation"
+    FILTER = "filter"
+
+
+class JoinKind(str, Enum):
+    """How a window join joins each branch after the first."""
+
+    INNER = "INNER"
+    LEFT = "LEFT"
+    RIGHT = "RIGHT"
+    FULL = "FULL"
 
 
 def sql_key(expression: exp.Expr) -> str:
@@ -108,9 +158,9 @@ class Function:
 @dataclass(frozen=True)
 class Window:
     shape: WindowKind  # the kind and its intervals (analyzer.windows)
-    operator: str  # "tvf" (window TVF) | "group" (legacy GROUP BY TUMBLE(...))
+    operator: WindowOperator
     time_attr: Resolved
-    time_kind: str  # rowtime | proctime | unknown
+    time_kind: TimeKind
     partition_keys: tuple[Resolved, ...] = ()
     level: int = 1
     written: str = field(compare=False, default="")
@@ -173,7 +223,7 @@ class Aggregate:
 class Clause:
     """A clause between a window TVF and its GROUP BY (seed 001 treats these specially)."""
 
-    kind: str  # "calculation" (computes on window fields) | "filter" (predicate on window fields)
+    kind: ClauseKind
     value: Resolved
 
 
@@ -226,7 +276,7 @@ class TopN:
 class Output:
     name: str
     value: Resolved
-    role: str  # key | aggregate | window | rank | expression
+    role: Role
 
 
 @dataclass(frozen=True)
@@ -286,7 +336,7 @@ class WindowJoin:
     is evaluated over the rows its branches emit, not over their sources."""
 
     branches: tuple[JoinBranch, ...]
-    kinds: tuple[str, ...]  # INNER | LEFT | RIGHT | FULL: how each branch after the first joins
+    kinds: tuple[JoinKind, ...]  # how each branch after the first joins
     conditions: tuple[Resolved, ...]  # the ON condition of each branch after the first
     filters: tuple[Resolved, ...]  # WHERE, over the joined rows
     outputs: tuple[Output, ...]

@@ -26,7 +26,7 @@ from typing import Any
 
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.intervals import duration_ms
-from stategate.analyzer.model import IntervalJoin, JobModel, Pipeline, Window, WindowAggregate, WindowJoin
+from stategate.analyzer.model import IntervalJoin, JobModel, Pipeline, TimeKind, Window, WindowAggregate, WindowJoin
 from stategate.analyzer.windows import Session, format_ms
 
 #: The job's own setting for how far a session window is replayed.
@@ -216,7 +216,7 @@ def _chain_span(model: JobModel, aggregate: WindowAggregate, parts: list[str]) -
 
 
 def _window_span(model: JobModel, window: Window, parts: list[str]) -> int | None:
-    if window.time_kind == "proctime":
+    if window.time_kind is TimeKind.PROCTIME:
         parts.append(PROCESSING_TIME)
         return None
     if isinstance(window.shape, Session):

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from enum import Enum
 from functools import total_ordering
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:  # the replay module reads the model, which reads this one's verdicts
     from stategate.analyzer.replay import Replay
@@ -76,6 +76,10 @@ class AggregatePlan:
     def to_dict(self) -> dict[str, list[str]]:
         return {"kept": list(self.kept), "added": list(self.added), "dropped": list(self.dropped)}
 
+    def cleared(self) -> AggregatePlan:
+        """The plan once the state is cleared: nothing continues, every aggregate starts from zero."""
+        return AggregatePlan(kept=(), added=self.kept + self.added, dropped=self.kept + self.dropped)
+
 
 @dataclass(frozen=True)
 class Report:
@@ -89,6 +93,13 @@ class Report:
     @property
     def verdict(self) -> Verdict:
         return max((f.effect for f in self.findings), default=Verdict.UNKNOWN)
+
+    def with_findings(self, findings: Sequence[Finding]) -> Report:
+        """This report with more findings; a verdict they make INCOMPATIBLE clears every aggregate."""
+        report = replace(self, findings=self.findings + tuple(findings))
+        if report.verdict is Verdict.INCOMPATIBLE and self.verdict is not Verdict.INCOMPATIBLE:
+            report = replace(report, aggregates=self.aggregates.cleared())
+        return report
 
     def to_dict(self) -> dict:
         return {

@@ -7,6 +7,8 @@ agree on what each aggregate reads before any engine runs.
 
 from __future__ import annotations
 
+from enum import Enum
+
 from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.optimizer.annotate_types import annotate_types
@@ -46,19 +48,34 @@ def value_type(model: JobModel, expr: exp.Expr) -> exp.DataType:
     return annotate_types(expr.copy().transform(typed), dialect=Flink).type or exp.DataType.build("UNKNOWN")
 
 
-#: Value families, as the state layout keeps them: exact numbers (integers and decimals, kept as
-#: DECIMAL(38, s): see :func:`exact_scale`), floating point, time and text.
-EXACT, FLOATING, TIME, TEXT = "m", "d", "t", "s"
+class Family(str, Enum):
+    """A value family, as the state keeps values: exact numbers (integers and decimals, kept as
+    DECIMAL(38, s): see :func:`exact_scale`), floating point, time and text. The values are the
+    letters a recorded slot shape spells them with (``SUM:m2``)."""
+
+    EXACT = "m"
+    FLOATING = "d"
+    TIME = "t"
+    TEXT = "s"
+
+    @property
+    def described(self) -> str:
+        """The family as a message names it."""
+        return _DESCRIBED[self]
+
+
+_DESCRIBED = {Family.EXACT: "an exact number", Family.FLOATING: "a floating-point number", Family.TIME: "a time",
+              Family.TEXT: "text"}
 _FAMILIES = (
-    (EXACT, exp.DataType.INTEGER_TYPES | {exp.DataType.Type.BOOLEAN}
+    (Family.EXACT, exp.DataType.INTEGER_TYPES | {exp.DataType.Type.BOOLEAN}
      | (exp.DataType.REAL_TYPES - exp.DataType.FLOAT_TYPES)),
-    (FLOATING, exp.DataType.FLOAT_TYPES),
-    (TIME, exp.DataType.TEMPORAL_TYPES - {exp.DataType.Type.TIME, exp.DataType.Type.TIMETZ}),
-    (TEXT, exp.DataType.TEXT_TYPES),
+    (Family.FLOATING, exp.DataType.FLOAT_TYPES),
+    (Family.TIME, exp.DataType.TEMPORAL_TYPES - {exp.DataType.Type.TIME, exp.DataType.Type.TIMETZ}),
+    (Family.TEXT, exp.DataType.TEXT_TYPES),
 )
 
 
-def family(model: JobModel, expr: exp.Expr) -> str | None:
+def family(model: JobModel, expr: exp.Expr) -> Family | None:
     """``expr``'s value family; None where its type cannot be told."""
     kind = value_type(model, expr).this
     return next((name for name, types in _FAMILIES if kind in types), None)
@@ -78,7 +95,7 @@ def exact_scale(model: JobModel, expr: exp.Expr) -> int | None:
 
 
 def is_text(model: JobModel, expr: exp.Expr) -> bool:
-    return family(model, expr) == TEXT
+    return family(model, expr) is Family.TEXT
 
 
 def _name(node: exp.Func) -> str:

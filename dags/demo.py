@@ -117,6 +117,8 @@ def main() -> int:
 
     sys.path.insert(0, str(REPO))
     from dags.stategate_redeploy import dag
+    from stategate.provider.hooks.deployment import DeploymentHook
+    from stategate.spark_jobs.cutover import TakeOver
 
     # dag.test() warns "No tasks to run" while a spark-submit task is still running: not news.
     logging.getLogger("airflow.sdk.definitions.dag").setLevel(logging.ERROR)
@@ -143,9 +145,9 @@ def main() -> int:
             for replay in (report or {}).get("replay", []):
                 print(f"  replay span of {replay['sink']}: {replay['span_seconds']:.0f} s ({replay['note']})")
                 print(f"  seam: {replay['seam']}")
-            taken = json.loads((root / "bids" / "checkpoint" / "_stategate" / "take-over.json").read_text())
-            for name, cut in taken["pipelines"].items():
-                print(f"  take-over of {name}: re-read {cut['replayed_files']} of the {cut['archived_files']} bid "
+            taken = TakeOver.recorded(DeploymentHook(f"file://{root}", "bids").checkpoint)
+            for name, cut in (taken.cutovers if taken is not None else {}).items():
+                print(f"  take-over of {name}: re-read {cut.replayed} of the {cut.read} bid "
                       f"files v2 had read, then the new ones (not every bid file since the first deploy)")
         if run.state != DagRunState.SUCCESS:
             print(f"the DAG run failed: {states}", file=sys.stderr)

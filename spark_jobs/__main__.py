@@ -14,8 +14,8 @@ import sys
 from pathlib import Path
 
 from stategate.analyzer import Verdict
-from stategate.analyzer.cutover import BOUNDED, REPLAY_POLICIES, TakeOverRefused
 from stategate.analyzer.errors import SQLModelError
+from stategate.spark_jobs.cutover import BOUNDED, REPLAY_POLICIES, TakeOverRefused
 from stategate.spark_jobs.guard import CheckpointRefused
 
 EXIT_INVALID, EXIT_REFUSED = 2, 3

@@ -10,35 +10,12 @@ writes the slices it adds, and every few batches all it retains, as Spark's own 
 deltas and snapshots. A batch replayed after a crash reads what the batches before it wrote again
 and rewrites its own, so its windows are the same (exactly once with the file sinks).
 
-Why this mechanism (issue #11, measured here on 1M bids / 500 keys, HOP 60 min / 1 min, query time):
-
-* Spark's ``window(ts, size, slide)`` over the slices, the previous stage 2: a state row per open
-  window and an Expand of ``size / slide`` projections per slice, which Spark's code generator
-  cannot compile at 1440 (HOP 1 day / 1 min failed after 7 minutes);
-* ``transformWithStateInPandas`` keyed by group, holding its slices and emitting on event-time
-  timers: 53.1 s against 34.7 s for Spark's own HOP (the per-key Python calls and their state
-  round trips dominate; it also needs the RocksDB state store for the whole query);
-* this per-batch assembly: the batch's work is one Spark aggregation over (slice, window end)
-  pairs. Each slice meets only the windows that end in this batch's watermark advance, so the work
-  per window is linear in the slices it covers, and per record nothing depends on size / slide.
-  The pairs are formed where the slices are, once the slices that meet a closing window have moved
-  to the partition of their group: shuffling the pairs instead moved each slice once per window
-  (10M bids over 100k keys, HOP 10 min / 1 min: 24.5M shuffled records, 434 MB, before; 5.9M,
-  151 MB, after). On two local cores the seconds stayed within the machine's variance (HOP 10/1
-  247.2 s before, 250.4 after; HOP 60/1 455.4 before, 380.1 after, one alternating pair each):
-  the task time the shuffle cost moved into the last stage, where Spark 4.2 still runs a partial
-  and a final aggregation over rows already in place. A cluster moves those bytes over its network;
-* tried and dropped: each window as the merge of two running aggregates (blocks of the window
-  size; a prefix over the end's block and a suffix over the start's block, van Herk / Gil-Werman),
-  on Spark's window operator. No window rescans its slices, but the operator's two sorts,
-  interpreted aggregates and extra stages cost more than the pairs save: 50.5-56.2 s of query
-  time for HOP 60 min / 1 min against 31.9-39.3 s for this assembly (same machine, alternating);
-* tried and dropped: combining once per group the slices that count in every window a batch
-  closes, and pairing only the others with each window end (324 pairs per group instead of 1,080
-  for HOP 60 min / 1 min). The second aggregation it needs cost more than the pairs it saved, in
-  query time 27.3-28.3 s against 26.0-26.7 s for HOP 60/1, and 29.0-29.4 s against 27.2-27.9 s for
-  HOP 1440 min / 1 min on 200k bids, whose cost is the closing batch: there the watermark jumps
-  past every window, so no slice counts in all of them.
+Why this mechanism: each slice meets only the windows that end in this batch's watermark advance, so
+the work per window is linear in the slices it covers and per record nothing depends on size /
+slide; the slices that meet a closing window move once, to the partition of their group, and meet
+their windows there. What the alternatives cost (Spark's ``window()`` over the slices, a
+``transformWithState`` of slices, running aggregates, partial pre-combining) is measured in the
+docs: benchmarks, "Why the engine is shaped so".
 """
 
 from __future__ import annotations
@@ -52,8 +29,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql.types import StructType
 
-from stategate.analyzer.layout import watermark_of_offset_log
 from stategate.spark_jobs import state
+from stategate.spark_jobs.checkpoint import QueryLog
 from stategate.spark_jobs.slicing import SharedSlices
 from stategate.spark_jobs.state import Slot
 from stategate.spark_jobs.storage import HadoopStorage
@@ -129,10 +106,10 @@ class WindowAssembler:
                 if (written := self._watermark(storage, n)) is None or written + size > low]
 
     def _watermark(self, storage: HadoopStorage, batch_id: int) -> int | None:
-        """:func:`batch_watermark`, read once a process: the batch before this one is the one whose
-        entry it reads first."""
+        """The watermark batch ``batch_id`` evicted with, read once a process: the batch before this
+        one is the one whose entry it reads first."""
         if batch_id not in self._watermarks:
-            self._watermarks[batch_id] = batch_watermark(storage, self.location, batch_id)
+            self._watermarks[batch_id] = QueryLog(storage, self.location).watermark(batch_id)
         return self._watermarks[batch_id]
 
     @cached_property
@@ -183,15 +160,6 @@ _LOW, _HIGH = "_low", "_high"
 _ADDED = "_added"
 #: Before every window end: the first batch closes every window up to its watermark.
 _NO_END = -(1 << 62) // 1000
-
-
-def batch_watermark(storage: HadoopStorage, location: str, batch_id: int) -> int | None:
-    """The watermark micro-batch ``batch_id`` of the query checkpointed at ``location`` evicted with
-    (ms, from Spark's offset log); None before the first batch."""
-    path = f"{location}/offsets/{batch_id}"
-    if batch_id < 0 or not storage.exists(path):
-        return None
-    return watermark_of_offset_log(storage.read_text(path))
 
 
 @dataclass(frozen=True)

@@ -9,16 +9,13 @@ The plan of a window aggregation, stage by stage::
                           each aggregate's value from its slot, Top-N, SELECT list, sink types
 
 Everything after stage 2 runs per micro-batch: a window is one row holding every aggregate, so
-the Top-N needs no state and the SELECT list can change freely between restarts. Measured and not
-kept: the SELECT list of a TUMBLE or SESSION job (no assembly, no Top-N) in the streaming plan
-itself. Spark then prunes the buffer fields the query does not read out of the state (the headroom
-slots: the next restart fails Spark's state schema check); with the buffer kept (carried to the
-batch as one column) it took the same time, 15.1-15.7 s of query time against 15.2-15.9 s on the
-TUMBLE benchmark job (1M bids, alternating, 4 runs each). Which slot holds
-which aggregate comes from the layout the checkpoint guard planned (``analyzer.layout``). A window
-join runs each of its window aggregations as a stage of one query and joins the windows each
-micro-batch closes; an interval join runs its stream beside its window aggregation and joins them
-per micro-batch (:mod:`spark_jobs.joins`).
+the Top-N needs no state and the SELECT list can change freely between restarts (why the SELECT
+list stays out of the streaming plan is measured in the docs: benchmarks). Which slot holds which
+aggregate comes from the layout the checkpoint guard judged (``analyzer.judgement``). What the engine
+runs is checked first, from the model (``analyzer.runnable``). A window join runs each of its
+window aggregations as a stage of one query and joins the windows each micro-batch closes; an
+interval join runs its stream beside its window aggregation and joins them per micro-batch
+(:mod:`spark_jobs.joins`).
 """
 
 from __future__ import annotations
@@ -32,16 +29,19 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from stategate.analyzer.cutover import Cutover
+from stategate.analyzer.aggregates import state_of
 from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.layout import JobLayout, StageLayout
+from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, OrderKey, Output,
+                                      Pipeline, Resolved, Table, TimeKind, TopN, Window, WindowAggregate, WindowJoin,
+                                      sql_key)
+from stategate.analyzer.runnable import check_pipeline, declared, sink_types
 from stategate.analyzer.scope import source_column, time_attribute, window_column, window_field_of
-from stategate.analyzer.layout import TEXT, JobLayout, StageLayout, shape_family, shape_scale
-from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, OrderKey, Output, Pipeline,
-                                      Resolved, Table,
-                                      TopN, Window, WindowAggregate, WindowJoin, sql_key)
+from stategate.analyzer.value_types import Family
 from stategate.spark_jobs import state
 from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler
-from stategate.spark_jobs.connectors import read_stream, spark_type
+from stategate.spark_jobs.connectors import read_stream
+from stategate.spark_jobs.cutover import Cutover
 from stategate.spark_jobs.expressions import to_column
 from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalizer, joined_stream
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
@@ -83,24 +83,21 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
     """The pipeline's streaming query plan; ``location`` is the query's checkpoint directory. With a
     ``cutover`` it takes over from an archived version (:mod:`spark_jobs.takeover`): its source skips
     the files no open window needs and its sink gets only windows ending after the cutover."""
+    check_pipeline(model, pipeline)
     try:
-        _check_supported(model, pipeline)
-        sink = model.tables.get(pipeline.sink) if pipeline.sink else None
-        if pipeline.sink and sink is None:
-            raise SQLModelError(f"INSERT INTO {pipeline.sink}: the sink table is not declared")
-        sink_types = _sink_types(sink, len(pipeline.outputs))
+        sink = model.tables[pipeline.sink] if pipeline.sink else None
+        types = sink_types(sink, len(pipeline.outputs)) if sink is not None else []
         layouts = layout.pipelines[pipeline.name]
         if isinstance(pipeline.join, WindowJoin):
-            stream, finalize = _compile_window_join(spark, model, pipeline.join, layouts, location, sink_types,
-                                                    cutover)
+            stream, finalize = _compile_window_join(spark, model, pipeline.join, layouts, location, types, cutover)
         elif isinstance(pipeline.join, IntervalJoin):
-            stream, finalize = _compile_interval_join(spark, model, pipeline.join, layouts, location, sink_types)
+            stream, finalize = _compile_interval_join(spark, model, pipeline.join, layouts, location, types)
         else:
-            assert pipeline.aggregate is not None, "_check_supported refuses a pipeline without a window aggregation"
+            assert pipeline.aggregate is not None, "check_pipeline refuses a pipeline without a window aggregation"
             stage = _compile_stage(spark, model, pipeline.aggregate, layouts, location, cutover=cutover)
             after = cutover.watermark_ms if cutover is not None else None
             stream, finalize = stage.stream, _finalize(stage, _finalizer(stage, pipeline.outputs, pipeline.topn,
-                                                                         sink_types, after))
+                                                                         types, after))
         # Analyse the per-batch plan now, so a bad SELECT list fails at start, not at the first window.
         # Over the stream itself, whose columns a batch has: Spark checks what a streaming query may
         # do only when it starts, and an empty batch built from a local list cost 0.18 s at start.
@@ -127,41 +124,6 @@ def _finalize(stage: Stage, rows: Callable[[DataFrame], DataFrame]) -> Finalize:
     return finalize
 
 
-def _check_supported(model: JobModel, pipeline: Pipeline) -> None:
-    if pipeline.unsupported:
-        raise SQLModelError(f"not supported on Spark: {pipeline.unsupported[0]}")
-    if pipeline.joins and pipeline.join is None:
-        raise SQLModelError("not supported on Spark: a join other than a window join (window aggregations of one "
-                            "window, joined on window_start and window_end) or an interval join (a stream and window "
-                            f"results, on a range of its event time around a window attribute): {pipeline.joins[0][:80]}")
-    if model.emit_enabled():
-        raise SQLModelError("early-fire / late-fire (table.exec.emit.*) is not supported on Spark")
-    if not pipeline.stages():
-        raise SQLModelError("the query has no window aggregation; stategate runs window aggregations")
-    for aggregate in pipeline.stages():
-        window = aggregate.window
-        if window is None and isinstance(pipeline.join, WindowJoin) and aggregate.per_window:
-            continue
-        if window is None:
-            raise SQLModelError("GROUP BY without a window is not supported (its state never expires)")
-        if aggregate.udtfs:
-            raise SQLModelError(f"table function LATERAL TABLE({aggregate.udtfs[0]}) is not supported on Spark")
-        if aggregate.between:
-            clause = aggregate.between[0]
-            raise SQLModelError(f"a {clause.kind} on window attributes before GROUP BY is not supported: "
-                                f"{clause.value.written}")
-        # Spark merges sessions per grouping key. A legacy GROUP BY SESSION(...) means exactly that;
-        # a SESSION TVF merges per PARTITION BY key, so those must be the GROUP BY keys.
-        plain_keys = [k.value.key for k in aggregate.group_keys if not k.is_window]
-        if window.kind == "SESSION" and window.operator == "tvf" \
-                and [k.key for k in window.partition_keys] != plain_keys:
-            raise SQLModelError("SESSION PARTITION BY keys must be the GROUP BY keys, in the same order")
-        for agg in aggregate.aggregates:
-            state.check_supported(agg)
-            if agg.distinct and window.kind == "SESSION":
-                raise SQLModelError(f"{agg.written}: DISTINCT aggregates over SESSION windows are not supported")
-
-
 # ------------------------------------------------------------------------------- stages
 def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate,
                   layouts: tuple[StageLayout, ...], location: str, slices: str = SLICES_DIR,
@@ -171,9 +133,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     layout = layouts[0]
     if isinstance(aggregate.source, WindowAggregate):
         upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover)
-        if upstream.assembler is not None:
-            raise SQLModelError(f"a window over the results of a {_window(aggregate.source).kind} window is not "
-                                "supported on Spark (its windows are assembled per micro-batch)")
+        assert upstream.assembler is None, "check_pipeline refuses a window over assembled windows"
         rows, mapping = _cascade_input(upstream)
     else:
         rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window, cutover)
@@ -242,11 +202,8 @@ def _compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJ
     aggregate = join.window.aggregate
     stage = _compile_stage(spark, model, aggregate, layouts, location)
     field = window_field_of(next(o for o in aggregate.outputs if o.name == join.bound).value.expr)
-    window = _window(aggregate)
-    reach = {"window_end": 0, "window_time": 1, "window_start": window.shape.span_ms}.get(field or "")
-    if reach is None:
-        raise SQLModelError(f"an interval join around {join.bound} of a {window.kind} window: its "
-                            "windows have no fixed length (use window_end)")
+    reach = {"window_end": 0, "window_time": 1, "window_start": _window(aggregate).shape.span_ms}.get(field or "")
+    assert reach is not None, "check_pipeline refuses an interval join around the start of a session"
     branches = [Branch(stream.alias, rows, None, lambda df: df),
                 Branch(join.window.alias, stage.stream, stage.assembler,
                        _finalizer(stage, aggregate.outputs, None, ()))]
@@ -281,29 +238,26 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
     """The aggregate's place in the buffer, and its value family from its input's Spark type."""
     pool, index = layout.slot_of(agg.identity)
     if value is None:
-        return Slot(agg, pool, index, None, state.EXACT, T.LongType(), flt)
+        return Slot(agg, pool, index, None, Family.EXACT, T.LongType(), flt)
     data_type = projected.schema[value].dataType
     family = state.family_of(data_type, agg.function)
     shape = layout.pool(pool).shapes[index]
-    expected = shape_family(shape)  # COUNT and generic slots take any family
-    if not agg.distinct and ((family == state.TEXT) != (pool == TEXT) or expected not in (None, family)):
+    expected = shape.family  # COUNT and generic slots take any family
+    if not agg.distinct and (state_of(agg.function, family, False)[0][0].pool is not pool
+                             or expected not in (None, family)):
         # The analyzer placed the aggregate from the declared types; Spark's type disagrees.
-        told = f"the declared columns make it {_FAMILY_NAMES[expected]}" if expected else \
+        told = f"the declared columns make it {expected.described}" if expected else \
             "its type could not be told from the declared columns"
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but {told}; "
-                            f"write CAST(... AS {'STRING' if family == state.TEXT else 'a numeric or time type'}) "
+                            f"write CAST(... AS {'STRING' if family is Family.TEXT else 'a numeric or time type'}) "
                             "around it")
     if isinstance(data_type, T.DecimalType) and agg.function != "COUNT" and not agg.distinct \
-            and data_type.scale > shape_scale(shape):
+            and data_type.scale > shape.kept_scale:
         # Kept at the slot's scale, the values would be rounded.
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but its state "
-                            f"keeps {shape_scale(shape)} decimal places; write CAST(... AS DECIMAL(p, "
-                            f"{shape_scale(shape)})) around it")
+                            f"keeps {shape.kept_scale} decimal places; write CAST(... AS DECIMAL(p, "
+                            f"{shape.kept_scale})) around it")
     return Slot(agg, pool, index, value, family, data_type, flt)
-
-
-_FAMILY_NAMES = {state.EXACT: "an exact number", state.FLOATING: "a floating-point number",
-                 state.TIME: "a time", state.TEXT: "text"}
 
 
 def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequence[Resolved],
@@ -311,26 +265,19 @@ def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequ
     """Table ``name`` as a stream with its watermark (on processing time for a processing-time
     ``window``) and ``filters`` applied; its event time is the column ``ts``. A ``cutover`` skips
     the files the take-over need not open, and the rows before its cutoff."""
-    table = model.tables.get(name)
-    if table is None:
-        raise SQLModelError(f"table {name} is read but not declared with CREATE TABLE")
+    table = declared(model, name)
     mapping = {sql_key(source_column(table.name, c.name)): c.name for c in table.columns if c.computed is None}
     df = read_stream(spark, table, dict(cutover.source_options) if cutover is not None else None)
     files = source_filter(cutover) if cutover is not None else None
     if files is not None:
         df = df.where(files)  # on the file source's own _metadata: Spark never opens those files
-    if window is not None and window.time_kind == "proctime":
+    if window is not None and window.time_kind is TimeKind.PROCTIME:
         df = with_processing_time(spark, df)
         time = PROCTIME
         df = df.where(_after_watermark(is_record(), time))
     else:
         rowtime = time_attribute(table)
-        if table.rowtime is None or rowtime is None or table.watermark_delay_ms is None:
-            raise SQLModelError(f"table {name} needs WATERMARK FOR <column> AS <column> - INTERVAL '...' "
-                                "for event-time windows and joins")
-        if window is not None and window.time_attr.key != sql_key(rowtime):
-            raise SQLModelError(f"window time attribute {window.time_attr.written} must be the rowtime column "
-                                f"{table.rowtime} of {table.name} or a processing-time attribute (PROCTIME())")
+        assert table.rowtime is not None and rowtime is not None, "check_pipeline refuses a table without a watermark"
         time = table.rowtime
         if not isinstance(rowtime, exp.Column):  # computed: the watermark is declared on a column
             df = df.withColumn(time, to_column(rowtime, mapping))
@@ -444,13 +391,3 @@ def _ordered(column: Column, key: OrderKey) -> Column:
     if key.descending:
         return column.desc_nulls_first() if key.nulls_first else column.desc_nulls_last()
     return column.asc_nulls_first() if key.nulls_first else column.asc_nulls_last()
-
-
-def _sink_types(sink: Table | None, width: int) -> list[tuple[str, str]]:
-    """The sink's column names and Spark types, which the query's columns are cast to."""
-    if sink is None or not sink.columns:
-        return []
-    physical = [c for c in sink.columns if c.computed is None]
-    if len(physical) != width:
-        raise SQLModelError(f"INSERT INTO {sink.name}: the query has {width} columns, the table {len(physical)}")
-    return [(c.name, spark_type(c.type, c.name, sink.name)) for c in physical]

@@ -22,21 +22,18 @@ Options prefixed ``spark.`` are passed to the Spark reader or writer unchanged (
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
 from pyspark.sql import DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
-from sqlglot import exp
 
-from stategate.analyzer.dialect import Flink
-from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Table
+from stategate.analyzer.runnable import FILE_FORMATS, FILESYSTEM, KAFKA, KAFKA_FORMATS, connector, file_format, \
+    option, spark_type
 from stategate.spark_jobs import failpoints
 from stategate.spark_jobs.storage import HadoopStorage
 
-FILE_FORMATS = ("csv", "json", "parquet")
 #: How file sinks write timestamps: Flink's SQL form. Sources give no pattern: Spark's
 #: own parser reads that form (and ISO-8601) by hand-written code, where a pattern would parse every
 #: value through java.time (1M bids, warmed up: 1.3 s without a pattern, 1.6-2.0 s with one).
@@ -54,89 +51,36 @@ _COMMITTER = {"mapreduce.fileoutputcommitter.algorithm.version": "2",
 BatchWriter = Callable[[DataFrame, int], None]
 
 
-def spark_type(flink_type: str | None, column: str, table: str) -> str:
-    """Flink DDL type → Spark DDL type."""
-    if not flink_type:
-        raise SQLModelError(f"column {table}.{column} has no type")
-    text = flink_type.upper()
-    text = re.sub(r"\s+NOT NULL$", "", text)
-    simple = {
-        "STRING": "STRING", "BOOLEAN": "BOOLEAN", "TINYINT": "TINYINT", "SMALLINT": "SMALLINT",
-        "INT": "INT", "INTEGER": "INT", "BIGINT": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE",
-        "DATE": "DATE", "BYTES": "BINARY",
-    }
-    if text in simple:
-        return simple[text]
-    if text.startswith(("VARCHAR", "CHAR", "TEXT")):
-        return "STRING"
-    if text.startswith(("DECIMAL", "NUMERIC")):
-        return text.replace("NUMERIC", "DECIMAL")
-    if text.startswith(("TIMESTAMP", "DATETIME")):
-        # Flink TIMESTAMP(3) is wall-clock time; the job session runs in UTC, so values are unchanged.
-        return "TIMESTAMP"
-    if text.startswith("ROW"):  # a nested row: a struct of its fields, each typed by these rules
-        fields = exp.DataType.build(flink_type, dialect=Flink).expressions
-        return "STRUCT<" + ", ".join(
-            f"`{f.name}`: {spark_type(f.args['kind'].sql(dialect=Flink), f'{column}.{f.name}', table)}"
-            for f in fields) + ">"
-    raise SQLModelError(f"column {table}.{column}: type {flink_type} is not supported on Spark")
-
-
 def schema_ddl(table: Table) -> str:
     physical = [c for c in table.columns if c.computed is None]
     return ", ".join(f"`{c.name}` {spark_type(c.type, c.name, table.name)}" for c in physical)
-
-
-def _option(table: Table, key: str) -> str:
-    value = table.options.get(key)
-    if value is None:
-        raise SQLModelError(f"table {table.name} needs the option '{key}'", line=table.line)
-    return value
 
 
 def _spark_options(table: Table) -> dict[str, str]:
     return {k[len("spark."):]: v for k, v in table.options.items() if k.startswith("spark.")}
 
 
-def _format(table: Table, allowed: tuple[str, ...]) -> str:
-    fmt = _option(table, "format")
-    if fmt not in allowed:
-        raise SQLModelError(f"table {table.name}: format '{fmt}' is not supported (use {', '.join(allowed)})",
-                            line=table.line)
-    return fmt
-
-
-def connector(table: Table) -> str:
-    name = _option(table, "connector")
-    if name not in ("filesystem", "print", "kafka"):
-        raise SQLModelError(f"table {table.name}: connector '{name}' is not supported "
-                            "(use filesystem, print or kafka)", line=table.line)
-    return name
-
-
 # --------------------------------------------------------------------------------- sources
 def read_stream(spark: SparkSession, table: Table, starting: Mapping[str, str] | None = None) -> DataFrame:
     """Table ``table`` as a stream; ``starting`` says where a Kafka source starts instead of its
     startup mode (a take-over's, :mod:`analyzer.cutover`)."""
-    kind = connector(table)
-    if kind == "filesystem":
-        fmt = _format(table, FILE_FORMATS)
+    if connector(table) == FILESYSTEM:
+        fmt = file_format(table, FILE_FORMATS)
         reader = spark.readStream.schema(schema_ddl(table)).format(fmt)
         if fmt == "csv":
             reader = reader.option("sep", table.options.get("csv.field-delimiter", ",")).option("mode", "FAILFAST")
-        return reader.options(**_spark_options(table)).load(_option(table, "path"))
-    if kind == "kafka":
-        raw = spark.readStream.format("kafka").options(**kafka_source_options(table, starting)).load()
-        return _decode(raw, table)
-    raise SQLModelError(f"table {table.name}: the print connector cannot be read", line=table.line)
+        return reader.options(**_spark_options(table)).load(option(table, "path"))
+    # A Kafka table: the only other connector analyzer.runnable lets a pipeline read.
+    raw = spark.readStream.format("kafka").options(**kafka_source_options(table, starting)).load()
+    return _decode(raw, table)
 
 
 def kafka_source_options(table: Table, starting: Mapping[str, str] | None = None) -> dict[str, str]:
     """Flink's Kafka table options as Spark's Kafka source options; ``starting`` replaces where it
     starts (Spark reads it on a query's first start only: a restart continues from its checkpoint)."""
     options = {
-        "kafka.bootstrap.servers": _option(table, "properties.bootstrap.servers"),
-        "subscribe": _option(table, "topic"),
+        "kafka.bootstrap.servers": option(table, "properties.bootstrap.servers"),
+        "subscribe": option(table, "topic"),
         "startingOffsets": _KAFKA_STARTUP.get(table.options.get("scan.startup.mode", "earliest-offset"),
                                               "earliest"),
     }
@@ -149,7 +93,7 @@ def kafka_source_options(table: Table, starting: Mapping[str, str] | None = None
 
 
 def _decode(raw: DataFrame, table: Table) -> DataFrame:
-    fmt = _format(table, ("json", "csv"))
+    fmt = file_format(table, KAFKA_FORMATS)
     text = F.col("value").cast("string")
     parsed = F.from_json(text, schema_ddl(table)) if fmt == "json" else F.from_csv(text, schema_ddl(table))
     return raw.select(parsed.alias("_row")).select("_row.*")
@@ -211,25 +155,22 @@ def print_sink(df: DataFrame, batch_id: int) -> None:
 
 def kafka_sink_options(table: Table) -> dict[str, str]:
     options = {
-        "kafka.bootstrap.servers": _option(table, "properties.bootstrap.servers"),
-        "topic": _option(table, "topic"),
+        "kafka.bootstrap.servers": option(table, "properties.bootstrap.servers"),
+        "topic": option(table, "topic"),
     }
     options.update(_spark_options(table))
     return options
 
 
 def batch_writer(table: Table) -> BatchWriter:
+    """The writer of a sink table (which :func:`analyzer.runnable.check_pipeline` has checked)."""
     kind = connector(table)
-    if kind == "filesystem":
-        fmt = _format(table, FILE_FORMATS)
-        if table.partition_keys:
-            raise SQLModelError(f"table {table.name}: a PARTITIONED BY sink is not supported on Spark (a "
-                                "micro-batch's files are renamed into one directory); drop PARTITIONED BY", line=table.line)
-        return FileSink(_option(table, "path").rstrip("/"), fmt, _spark_options(table))
-    if kind == "print":
+    if kind == FILESYSTEM:
+        return FileSink(option(table, "path").rstrip("/"), file_format(table, FILE_FORMATS), _spark_options(table))
+    if kind != KAFKA:
         return print_sink
     options = kafka_sink_options(table)
-    fmt = _format(table, ("json", "csv"))
+    fmt = file_format(table, KAFKA_FORMATS)
 
     def to_kafka(df: DataFrame, batch_id: int) -> None:
         columns = F.struct(*df.columns)

@@ -12,14 +12,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
 
 from stategate.analyzer import Report, SQLModelError, Verdict, build
-from stategate.analyzer.cutover import BOUNDED, FULL, REPLAY_POLICIES, Cutover, cutovers
+from stategate.analyzer.runnable import check_settings
 from stategate.analyzer.settings import ignored, spark_settings
-from stategate.spark_jobs import query_dir, takeover
+from stategate.spark_jobs.checkpoint import WritableCheckpoint, query_dir
 from stategate.spark_jobs.compile import CompiledPipeline, compile_pipeline
 from stategate.spark_jobs.connectors import BatchWriter, batch_writer
+from stategate.spark_jobs.cutover import BOUNDED, FULL, REPLAY_POLICIES, Cutover, TakeOver, cutovers
 from stategate.spark_jobs.guard import CheckpointGuard
 from stategate.spark_jobs.late_rows import late_rows
-from stategate.spark_jobs.session import check_settings, job_settings
+from stategate.spark_jobs.session import job_settings, try_settings
 from stategate.spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.job")
@@ -73,14 +74,17 @@ def run(
         raise ValueError("--take-over starts a new checkpoint: it needs --fresh")
     if replay not in REPLAY_POLICIES:
         raise ValueError(f"unknown replay policy {replay!r}: use {', '.join(REPLAY_POLICIES)}")
+    check_settings(model)
     settings = spark_settings(model)
-    check_settings(spark, settings, model.source)
+    try_settings(spark, settings, model.source)
     unused = ignored(model)
     if unused:
         log.warning("no meaning on Spark, so the job runs without: %s", ", ".join(unused))
-    guard = CheckpointGuard(checkpoint, sql, model, storage)
-    taken_from, taken = takeover.recorded(storage, checkpoint)
-    if take_over is not None and take_over == taken_from and guard.holds_state():
+    state = WritableCheckpoint(storage, checkpoint)
+    guard = CheckpointGuard(state, sql, model)
+    recorded = TakeOver.recorded(state)
+    taken = recorded.cutovers if recorded is not None else {}
+    if take_over is not None and recorded is not None and take_over == recorded.archived and guard.holds_state():
         fresh, take_over = False, None  # the same take-over again (a retried task): resume it
     elif fresh:
         taken = {}  # a fresh start applies only the take-over it is given, never a stale record
@@ -100,10 +104,9 @@ def run(
     # checkpoint file leaves a checkpoint whose SQL is known, so the restart can be checked.
     guard.record(layout)
     if take_over is not None:
-        takeover.record(storage, checkpoint, take_over, replay, taken)
-    for plan in compiled:
-        if plan.pipeline.name in taken:  # a resumed take-over's query may not have started yet
-            takeover.seed_source_log(storage, query_dir(checkpoint, plan.pipeline.name), taken[plan.pipeline.name])
+        state.record_take_over(TakeOver(take_over, replay, taken).to_dict())
+    for name, cutover in taken.items():  # a resumed take-over's query may not have started yet
+        state.seed_source_log(name, list(cutover.skipped))
     queries = []
     listener = late_rows(spark)
     try:

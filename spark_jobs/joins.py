@@ -11,14 +11,10 @@ does. An aggregation grouped by the window attributes of the windows it reads (N
 maximum count per window) is complete in that micro-batch too, so it is evaluated there, with no
 state of its own.
 
-Why not Spark's own stream-stream join over the two aggregations (Spark 4 chains stateful operators
-in one query): measured on Nexmark q8 over 5,000 generated events (tests.nexmark), alternating, it
-took 6.3-6.5 s of query time against 8.4-8.5 s for this job, but gave 347 rows where pandas (and
-this join) give 355: eight pairs of windows lost. It also keeps every emitted window of both inputs
-as join state until the watermark passes them, and its outer joins emit unmatched rows only then;
-here the windows are complete when they are joined, and the join keeps nothing. What it costs is
-one cache of the micro-batch's closed windows (every branch reads the batch; read twice without the
-cache, Spark would run the stateful aggregation twice).
+The windows are complete when they are joined, and the join keeps nothing of its own; what it
+costs is one cache of the micro-batch's closed windows (every branch reads the batch; read twice
+without the cache, Spark would run the stateful aggregation twice). Spark's own stream-stream join
+of the aggregations lost pairs of windows when measured (docs: benchmarks).
 
 The branches share the query's checkpoint: one state store per stateful operator, and for
 assembled windows (HOP, CUMULATE) one directory of retained slices per branch.
@@ -37,9 +33,7 @@ Like the retained slices, the retained rows and windows are one snapshot per mic
 the checkpoint (``stategate-join/rows/<N>``, ``stategate-join/windows/<N>``;
 ``assembly.BatchSnapshots``), so a replayed micro-batch joins the same rows. Over HOP or CUMULATE
 windows, the windows a micro-batch closes are read twice (for the snapshot and for the pairs), so
-they are combined from the cached slices twice. Caching them instead was measured and not kept:
-q7 over HOP 10 s / 1 s, 40,000 events in 20 micro-batches, took 53.8-57.0 s against 52.2-53.9 s
-(whole processes), the cache costing what the second combine saved.
+they are combined from the cached slices twice (caching them instead cost as much as it saved).
 """
 
 from __future__ import annotations
@@ -52,8 +46,9 @@ from typing import Callable, Iterator, Sequence
 from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
-from stategate.analyzer.model import IntervalJoin, Output, WindowJoin, branch_column, sql_key
-from stategate.spark_jobs.assembly import BatchSnapshots, WindowAssembler, batch_watermark
+from stategate.analyzer.model import IntervalJoin, JoinKind, Output, WindowJoin, branch_column, sql_key
+from stategate.spark_jobs.assembly import BatchSnapshots, WindowAssembler
+from stategate.spark_jobs.checkpoint import QueryLog
 from stategate.spark_jobs.expressions import to_column
 from stategate.spark_jobs.late_rows import log
 from stategate.spark_jobs.storage import HadoopStorage
@@ -62,7 +57,7 @@ from stategate.spark_jobs.storage import HadoopStorage
 BRANCH = "_branch"
 #: Beside a query's checkpoint files: an interval join's retained rows and windows, one snapshot per micro-batch.
 JOIN_DIR = "stategate-join"
-_HOW = {"INNER": "inner", "LEFT": "left", "RIGHT": "right", "FULL": "full"}
+_HOW = {JoinKind.INNER: "inner", JoinKind.LEFT: "left", JoinKind.RIGHT: "right", JoinKind.FULL: "full"}
 
 
 @dataclass(frozen=True)
@@ -154,7 +149,8 @@ def interval_finalizer(join: IntervalJoin, branches: Sequence[Branch], location:
             yield pairs(columns.of(1, window.rows(closed)), rows)
             return
         storage = HadoopStorage(batch.sparkSession)
-        low, high = batch_watermark(storage, location, batch_id - 1), batch_watermark(storage, location, batch_id)
+        query = QueryLog(storage, location)
+        low, high = query.watermark(batch_id - 1), query.watermark(batch_id)
         kept_rows = BatchSnapshots(storage, location, f"{JOIN_DIR}/rows")
         kept_windows = BatchSnapshots(storage, location, f"{JOIN_DIR}/windows")
         batch = batch.persist()

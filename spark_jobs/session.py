@@ -11,17 +11,13 @@ from pyspark.errors import AnalysisException
 from pyspark.sql import SparkSession
 
 from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.runnable import FIXED_SETTINGS
 from stategate.analyzer.settings import DEFAULT_PARTITIONS, SHUFFLE_PARTITIONS
 
 #: Settings that change results or the checkpoint layout; fixed so that every run of a job agrees.
-JOB_CONF = {
-    # Flink's TIMESTAMP has no zone: read and print wall-clock values unchanged.
-    "spark.sql.session.timeZone": "UTC",
-    # The number of state partitions where a job sets none (its parallelism, analyzer.settings).
-    # Spark stores it in the checkpoint at the first run and keeps it on every restart.
-    SHUFFLE_PARTITIONS: DEFAULT_PARTITIONS,
-    "spark.sql.streaming.stateStore.stateSchemaCheck": "true",
-}
+#: The number of state partitions is the job's default where it sets none (its parallelism,
+#: analyzer.settings): Spark stores it in the checkpoint at the first run and keeps it on every restart.
+JOB_CONF = {**FIXED_SETTINGS, SHUFFLE_PARTITIONS: DEFAULT_PARTITIONS}
 
 
 def get_session(app_name: str = "stategate", master: str | None = None) -> SparkSession:
@@ -46,15 +42,12 @@ def _under_submit() -> bool:
     return "PYSPARK_GATEWAY_PORT" in os.environ
 
 
-def check_settings(spark: SparkSession, settings: Mapping[str, str], source: str) -> None:
-    """Refuse, before anything starts, a job setting the session cannot take: one stategate fixes,
-    or one Spark fixes when it starts (it belongs on spark-submit's command line). Spark's own rule
-    decides (its SQL settings' registry does not know, for one, RocksDB's, which it reads at run
-    time): each is set on the session, and the session's own values come back."""
-    for key, value in settings.items():
-        if key in JOB_CONF and key != SHUFFLE_PARTITIONS:
-            raise SQLModelError(f"SET '{key}' = '{value}': stategate runs every job with {key} = {JOB_CONF[key]}, "
-                                "which Flink's semantics need", source=source)
+def try_settings(spark: SparkSession, settings: Mapping[str, str], source: str) -> None:
+    """Refuse, before anything starts, a job setting Spark fixes when it starts (it belongs on
+    spark-submit's command line; those stategate fixes are refused from the model,
+    :func:`analyzer.runnable.check_settings`). Spark's own rule decides (its SQL settings' registry
+    does not know, for one, RocksDB's, which it reads at run time): each is set on the session, and
+    the session's own values come back."""
     with job_settings(spark, settings, source):
         pass
 

@@ -1,4 +1,4 @@
-"""State layout v4: one state row per (group keys, grouping set, slice), aggregates in fixed slots.
+"""State layout v4 on Spark: one state row per (group keys, grouping set, slice), aggregates in slots.
 
 Why not Spark's ``groupBy(keys, window).agg(sum(b), max(c))``? Its state row is positional: the
 value schema is ``(sum, max)``. Adding ``count(c)`` changes that schema and the restart fails the
@@ -6,11 +6,9 @@ state-schema check; swapping two same-typed aggregates passes the check and sile
 from the other's state. Neither matches the verdicts: adding an aggregate is PARTIAL (restart, the
 new one starts from zero) and reordering is FULL.
 
-Here the streaming aggregation's buffer never depends on the query. It is a fixed number of
-*slots*, and every aggregate of the query lives in the slot that :mod:`analyzer.layout` assigned to
-its identity (recorded beside the checkpoint, with each slot's shape). A slot shaped for one
-aggregate has only that aggregate's fields (``SUM:m`` is ``x<i>``); a generic slot, the headroom
-for aggregates added later, has all of its pool's (:data:`_STEMS`)::
+Here the streaming aggregation's buffer never depends on the query. It is the slots of the layout
+the checkpoint recorded (:mod:`analyzer.layout`), each aggregate in the slot assigned to its
+identity, each slot with the fields of its shape (:mod:`analyzer.aggregates`)::
 
     key:   k0..kn (group keys, by position), gs (grouping set), w (slice)
     value: n          rows of the group (shapes sessions and windows)
@@ -18,29 +16,15 @@ for aggregates added later, has all of its pool's (:data:`_STEMS`)::
            x<i>       the exact sum (decimal(38, s)) of plain slot i (SUM, AVG)
            d<i>       floating point: the sum, MIN or MAX of plain slot i
            o<i>       the exact MIN or MAX (decimal(38, s)) of plain slot i (times as microseconds)
-
-where ``s`` is the scale the slot's shape records (``SUM:m2``: 2), else 18.
            s<k>       text slot k: MIN or MAX of text
            dv<j>      distinct slot j: the set of values, as text
 
-A field no aggregate reads is never updated (its FILTER never holds), so adding an aggregate to a
-free slot starts it from zero in every open window; a dropped aggregate's slot is retired until no
-open window can still hold its values (``analyzer.layout``). Group keys stay positional: changing
-or reordering them is INCOMPATIBLE by the rules, and the checkpoint guard refuses those restarts.
-
-Every field is an aggregate with a FILTER (:func:`accumulate`): a row touches only the fields its
-aggregates use. Measured (1M bids, 500 keys, TUMBLE 1 min, 3 aggregates, local[2], issue #11):
-the same 8,866 state rows as Spark's own aggregation (layout v1, which unpivoted every row into one
-state row per aggregate, kept four times as many). What the layout still costs is the width of its
-rows, in every state operator and in the code Spark generates for them: per 100k-row micro-batch
-(Spark's event log) the first stage took 382 ms and the state stage 521 ms with v3's 51 fields
-(every slot generic), against 201 ms and 406 ms for Spark's own 4; hence shaped slots and
-four-field generic ones. A text field in the buffer stops Spark's hash aggregation (it plans a
-sort-based one: 31 s instead of 23 s for the whole job), so text MIN/MAX has slots of its own.
-Integers and decimals share the exact family; its sums run on Java's BigDecimal, as Spark's own
-decimal sums past 18 digits do. Each keeps its own scale where that is certain (integers 0, a
-declared DECIMAL(10, 2) 2): rescaled to 18 places, every value was a big-number multiplication per
-row and field.
+where ``s`` is the scale the slot's shape keeps. Every field is an aggregate with a FILTER
+(:func:`accumulate`): a row touches only the fields its aggregates use, and a field no aggregate
+reads is never updated, so adding an aggregate to a free slot starts it from zero in every open
+window. Group keys stay positional: changing or reordering them is INCOMPATIBLE by the rules, and
+the checkpoint guard refuses those restarts. What each choice cost is measured in the docs
+(benchmarks: where the time goes).
 """
 
 from __future__ import annotations
@@ -53,11 +37,11 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from stategate.analyzer.aggregates import MERGE, Pool, state_of
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.layout import DISTINCT, EXACT_SCALE, GENERIC, PLAIN, StageLayout, shape_scale, unscaled
-from stategate.analyzer.layout import TEXT as TEXT_POOL
+from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
-from stategate.analyzer.value_types import EXACT, FLOATING, TEXT, TIME
+from stategate.analyzer.value_types import Family
 
 #: The internal row count every layout keeps, whatever the query's aggregates: it says which
 #: (key, window) groups exist and shapes sessions. It is not the user's COUNT(*), which has a slot
@@ -66,24 +50,28 @@ ROWS = "n"
 
 #: The type sums are kept in, per summable value family (as the analyzer tells them), where a slot's
 #: shape says no scale (distinct slots, generic slots).
-SUM_TYPES: dict[str, T.DataType] = {EXACT: T.DecimalType(38, EXACT_SCALE), FLOATING: T.DoubleType()}
-SUPPORTED = ("COUNT", "SUM", "MIN", "MAX", "AVG")
+SUM_TYPES: dict[Family, T.DataType] = {Family.EXACT: T.DecimalType(38, EXACT_SCALE), Family.FLOATING: T.DoubleType()}
 
 
-def family_of(data_type: T.DataType, function: str) -> str:
+def family_of(data_type: T.DataType, function: str) -> Family:
+    """The value family of an aggregate's argument, from its Spark type."""
     if function == "COUNT":
-        return EXACT  # only the count is kept
-    if isinstance(data_type, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType,
-                              T.DecimalType)):
-        return EXACT
-    if isinstance(data_type, (T.FloatType, T.DoubleType)):
-        return FLOATING
-    if function in ("MIN", "MAX"):
-        if isinstance(data_type, T.StringType):
-            return TEXT
-        if isinstance(data_type, (T.TimestampType, T.TimestampNTZType, T.DateType)):
-            return TIME
-    raise SQLModelError(f"{function} over a {data_type.simpleString()} value is not supported")
+        return Family.EXACT  # only the count is kept
+    found = next((f for f, types in _SPARK_FAMILIES if isinstance(data_type, types)), None)
+    try:
+        state_of(function, found, False)
+    except KeyError:
+        raise SQLModelError(f"{function} over a {data_type.simpleString()} value is not supported") from None
+    assert found is not None
+    return found
+
+
+_SPARK_FAMILIES: tuple[tuple[Family, tuple[type, ...]], ...] = (
+    (Family.EXACT, (T.ByteType, T.ShortType, T.IntegerType, T.LongType, T.BooleanType, T.DecimalType)),
+    (Family.FLOATING, (T.FloatType, T.DoubleType)),
+    (Family.TEXT, (T.StringType,)),
+    (Family.TIME, (T.TimestampType, T.TimestampNTZType, T.DateType)),
+)
 
 
 @dataclass(frozen=True)
@@ -91,10 +79,10 @@ class Slot:
     """One aggregate of the query, placed in the buffer."""
 
     aggregate: Aggregate
-    pool: str  # analyzer.layout's PLAIN, TEXT or DISTINCT
+    pool: Pool
     index: int  # slot number in its pool
     value: str | None  # input column holding the aggregate's argument; None for COUNT(*)
-    family: str
+    family: Family
     input_type: T.DataType
     filter: str | None = None  # input column holding its FILTER (WHERE ...) predicate
 
@@ -104,7 +92,7 @@ class Slot:
 
     @property
     def distinct(self) -> bool:
-        return self.pool == DISTINCT
+        return self.pool is Pool.DISTINCT
 
 
 def buffer_fields(layout: StageLayout) -> list[str]:
@@ -151,51 +139,22 @@ class _Field:
     slot: Slot | None
 
 
-#: The fields a slot can have, per pool: name stem → (SQL type aggregated, the function of the field
-#: while no aggregate holds it, the slot shapes that have it). One field serves every function of its
-#: type (a double field is a SUM, MIN or MAX): Spark's state schema check compares field types, not
-#: names (verified: a checkpoint of max(double) restarts with min, then sum), and a field changes
-#: function only in a free slot, which no stored state holds. Times are kept as microseconds in the
-#: exact type, so a generic slot is four fields, not nine. ``decimal`` fields keep the scale of the
-#: slot's shape (``analyzer.layout.shape_scale``).
-_STEMS: dict[str, dict[str, tuple[str, str, tuple[str, ...]]]] = {
-    PLAIN: {
-        "c": ("int", "count", ("COUNT", "AVG:m", "AVG:d")),
-        "x": ("decimal", "sum", ("SUM:m", "AVG:m")),
-        "d": ("double", "sum", ("SUM:d", "AVG:d", "MIN:d", "MAX:d")),
-        "o": ("decimal", "max", ("MIN:m", "MAX:m", "MIN:t", "MAX:t")),
-    },
-    TEXT_POOL: {"s": ("string", "max", ("MIN:s", "MAX:s"))},
-    DISTINCT: {"dv": ("string", "collect_set", (GENERIC,))},
-}
-
-
 def slot_fields(slot: Slot) -> list[tuple[str, str]]:
     """``(buffer field, aggregate function)`` of each field an aggregate updates and reads."""
-    i, function = slot.index, slot.function.lower()
-    if slot.distinct:
-        return [(f"dv{i}", "collect_set")]
-    if slot.pool == TEXT_POOL:
-        return [(f"s{i}", function)]
-    counted = [(f"c{i}", "count")] if function in ("count", "avg") else []
-    if function == "count":
-        return counted
-    value = f"d{i}" if slot.family == FLOATING else f"x{i}" if function in ("sum", "avg") else f"o{i}"
-    return counted + [(value, "sum" if function == "avg" else function)]
+    return [(f"{field.stem}{slot.index}", function)
+            for field, function in state_of(slot.function, slot.family, slot.distinct)]
 
 
-def _buffer(layout: StageLayout, slots: dict[tuple[str, int], Slot]) -> list[_Field]:
+def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_Field]:
     fields = [_Field(ROWS, "count", "int", None)]
-    for pool, stems in _STEMS.items():
+    for pool in Pool:
         for i, shape in enumerate(layout.pool(pool).shapes):
             slot = slots.get((pool, i))
             held = dict(slot_fields(slot)) if slot else {}
-            for stem, (sql_type, free, shapes) in stems.items():
-                if shape == GENERIC or unscaled(shape) in shapes:
-                    name = f"{stem}{i}"
-                    if sql_type == "decimal":
-                        sql_type = f"decimal(38,{shape_scale(shape)})"
-                    fields.append(_Field(name, held.get(name, free), sql_type, slot if name in held else None))
+            for field in shape.fields(pool):
+                name = f"{field.stem}{i}"
+                sql_type = f"decimal(38,{shape.kept_scale})" if field.sql_type == "decimal" else field.sql_type
+                fields.append(_Field(name, held.get(name, field.idle), sql_type, slot if name in held else None))
     return fields
 
 
@@ -210,7 +169,7 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
     if slot is None:
         argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
         return F.expr(f"{field.function}({argument}) FILTER (WHERE `{ts}` = {never})").alias(field.name)
-    value = f"unix_micros(CAST(`{slot.value}` AS TIMESTAMP))" if slot.family == TIME else f"`{slot.value}`"
+    value = f"unix_micros(CAST(`{slot.value}` AS TIMESTAMP))" if slot.family is Family.TIME else f"`{slot.value}`"
     argument = "1" if field.function == "count" else f"CAST({value} AS {field.sql_type})"
     return F.expr(f"{field.function}({argument}) FILTER (WHERE {_counted(slot)} AND `{ts}` <> {never})") \
         .alias(field.name)
@@ -244,12 +203,11 @@ def fields_of(slot: Slot) -> list[str]:
 
 
 def _merged(name: str, function: str) -> Column:
-    """A field of several buffers merged into one, by the function that filled it."""
-    if function == "collect_set":
+    """A field of several buffers merged into one, as the table merges the function that filled it."""
+    merge = MERGE[function]
+    if merge == "union":
         return F.array_distinct(F.flatten(F.collect_list(name))).alias(name)
-    if function in ("min", "max"):
-        return getattr(F, function)(name).alias(name)
-    return F.sum(name).alias(name)
+    return getattr(F, merge)(name).alias(name)
 
 
 def final_value(slot: Slot) -> Column:
@@ -273,7 +231,7 @@ def final_value(slot: Slot) -> Column:
     value = F.col(fields[-1])
     if function == "AVG":
         return _cast(value / F.col(fields[0]), slot)
-    if slot.family == TIME:
+    if slot.family is Family.TIME:
         value = F.timestamp_micros(value.cast("long"))
     return _cast(value, slot)
 
@@ -290,13 +248,3 @@ def _cast(value: Column, slot: Slot) -> Column:
         scale = max(data_type.scale, 6) if slot.function == "AVG" else data_type.scale
         return value.cast(T.DecimalType(38, scale))
     return value.cast(data_type)
-
-
-def check_supported(aggregate: Aggregate) -> None:
-    if aggregate.user_defined:
-        raise SQLModelError(f"user-defined aggregate {aggregate.written} cannot run on Spark here")
-    if aggregate.function not in SUPPORTED:
-        raise SQLModelError(
-            f"aggregate {aggregate.written} is not supported (supported: {', '.join(SUPPORTED)})")
-    if len(aggregate.args) > 1:
-        raise SQLModelError(f"aggregate {aggregate.written} takes one argument")

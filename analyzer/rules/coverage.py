@@ -12,7 +12,7 @@ from typing import AbstractSet as Set
 from stategate.analyzer.layout import WIDTH_SETTINGS
 from stategate.analyzer.settings import (FLINK_TO_SPARK, SHUFFLE_PARTITIONS, STATE_STORE, ignored, state_settings,
                                          written_as)
-from stategate.analyzer.model import JobModel, Pipeline, Table
+from stategate.analyzer.model import JobModel, Pipeline, Role, Table
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
 
@@ -115,8 +115,8 @@ def _options(table: Table) -> str:
 
 
 def output_expressions(change: Change) -> list[Finding]:
-    old = {o.name: o.value.key for o in change.old.outputs if o.role in ("expression", "key")}
-    new = {o.name: o.value.key for o in change.new.outputs if o.role in ("expression", "key")}
+    old = {o.name: o.value.key for o in change.old.outputs if o.role in (Role.EXPRESSION, Role.KEY)}
+    new = {o.name: o.value.key for o in change.new.outputs if o.role in (Role.EXPRESSION, Role.KEY)}
     if sorted(old.values()) == sorted(new.values()):
         return []
     return [Finding(f"{PREFIX}.output-expression", FULL,
@@ -139,7 +139,7 @@ def settings(old: JobModel, new: JobModel) -> list[Finding]:
             continue
         before = f"SET '{key}' = '{old.settings[key]}'" if key in old.settings else "(unset)"
         after = f"SET '{key}' = '{new.settings[key]}'" if key in new.settings else "(unset)"
-        if key in WIDTH_SETTINGS:
+        if key in WIDTH_SETTINGS.values():
             findings.append(Finding(f"{PREFIX}.setting.layout", FULL,
                                     f"{key} changed: the state's width is fixed for the life of the "
                                     "checkpoint; the new value applies when the state is next cleared",

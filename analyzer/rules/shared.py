@@ -12,7 +12,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from stategate.analyzer.model import Aggregate, JobModel, Pipeline, Window, WindowAggregate
+from stategate.analyzer.model import Aggregate, JobModel, Pipeline, Role, Window, WindowAggregate
 from stategate.analyzer.windows import format_ms
 from stategate.analyzer.report import AggregatePlan, Finding, Verdict
 
@@ -71,7 +71,7 @@ def windows(prefix: str, old: Window | None, new: Window | None) -> list[Finding
     if old.operator != new.operator:
         findings.append(Finding(
             f"{prefix}.window.operator", INCOMPATIBLE,
-            f"the window operator changed from {_operator(old)} to {_operator(new)}", before, after))
+            f"the window operator changed from {old.operator.described} to {new.operator.described}", before, after))
     if old.kind != new.kind:
         findings.append(Finding(f"{prefix}.window.type", INCOMPATIBLE,
                                 f"window type changed from {old.kind} to {new.kind}", before, after))
@@ -84,11 +84,11 @@ def windows(prefix: str, old: Window | None, new: Window | None) -> list[Finding
     if old.time_attr.key != new.time_attr.key or old.time_kind != new.time_kind:
         if (old.time_attr.written, old.time_kind) == (new.time_attr.written, new.time_kind):
             # Same name, different computation (a computed rowtime, or a view's column).
-            message = (f"time attribute {new.time_attr.written} ({new.time_kind}) is computed differently: "
+            message = (f"time attribute {new.time_attr.written} ({new.time_kind.value}) is computed differently: "
                        f"{old.time_attr.key} before, {new.time_attr.key} now")
         else:
-            message = (f"time attribute changed from {old.time_attr.written} ({old.time_kind}) "
-                       f"to {new.time_attr.written} ({new.time_kind})")
+            message = (f"time attribute changed from {old.time_attr.written} ({old.time_kind.value}) "
+                       f"to {new.time_attr.written} ({new.time_kind.value})")
         findings.append(Finding(f"{prefix}.window.time-attribute", INCOMPATIBLE, message,
                                 old.time_attr.written, new.time_attr.written))
     old_p = [k.key for k in old.partition_keys]
@@ -98,10 +98,6 @@ def windows(prefix: str, old: Window | None, new: Window | None) -> list[Finding
             f"{prefix}.window.partition-keys", INCOMPATIBLE,
             f"window PARTITION BY changed from [{_list(old_p)}] to [{_list(new_p)}]", before, after))
     return findings
-
-
-def _operator(window: Window) -> str:
-    return "a window TVF" if window.operator == "tvf" else "a legacy group window"
 
 
 def _ms(value: int | None) -> str:
@@ -238,8 +234,8 @@ def _delta(added: Sequence[str], removed: Sequence[str]) -> str:
 
 def window_outputs(prefix: str, change: Change) -> list[Finding]:
     old, new = change.old_agg, change.new_agg
-    old_w = [o.name for o in old.outputs if o.role == "window"]
-    new_w = [o.name for o in new.outputs if o.role == "window"]
+    old_w = [o.name for o in old.outputs if o.role is Role.WINDOW]
+    new_w = [o.name for o in new.outputs if o.role is Role.WINDOW]
     if sorted(old_w) == sorted(new_w):
         return []
     return [Finding(f"{prefix}.window-attribute-output", FULL,

@@ -10,7 +10,7 @@ from functools import partial
 
 from sqlglot import exp
 
-from stategate.analyzer.model import RankedRows
+from stategate.analyzer.model import RankedRows, Role
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules import coverage, shared, window_tvf
 from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, Change, Check
@@ -102,11 +102,11 @@ def ranking(prefix: str, change: Change) -> list[Finding]:
 def outer_outputs(prefix: str, change: Change) -> list[Finding]:
     """Window attributes and the rank column in the outer SELECT are computed on emit: FULL."""
     findings = []
-    for role, label in (("window", "window attribute"), ("rank", "rank column")):
-        old = [o.name for o in change.old.outputs if o.role == role]
-        new = [o.name for o in change.new.outputs if o.role == role]
+    for role, label in ((Role.WINDOW, "window attribute"), (Role.RANK, "rank column")):
+        old = [o.name for o in change.old.outputs if o.role is role]
+        new = [o.name for o in change.new.outputs if o.role is role]
         if sorted(old) != sorted(new):
-            findings.append(Finding(f"{prefix}.output.{role}", FULL,
+            findings.append(Finding(f"{prefix}.output.{role.value}", FULL,
                                     f"{label} outputs of the Top-N changed from "
                                     f"[{', '.join(old) or '(none)'}] to [{', '.join(new) or '(none)'}]",
                                     ", ".join(old), ", ".join(new)))

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from functools import partial
 
-from stategate.analyzer.model import WindowAggregate
+from stategate.analyzer.model import ClauseKind, WindowAggregate
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules import shared
 from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change, Check
@@ -20,8 +20,8 @@ def between_clauses(prefix: str, change: Change) -> list[Finding]:
     """Calculations and filters on window attributes between the TVF and the GROUP BY."""
     old, new = change.old_agg, change.new_agg
     findings = []
-    old_calc = [c.value.written for c in old.between if c.kind == "calculation"]
-    new_calc = [c.value.written for c in new.between if c.kind == "calculation"]
+    old_calc = [c.value.written for c in old.between if c.kind is ClauseKind.CALCULATION]
+    new_calc = [c.value.written for c in new.between if c.kind is ClauseKind.CALCULATION]
     if bool(old_calc) != bool(new_calc):
         findings.append(Finding(
             f"{prefix}.field-calculation.added-or-removed", INCOMPATIBLE,
@@ -32,8 +32,8 @@ def between_clauses(prefix: str, change: Change) -> list[Finding]:
             f"{prefix}.field-calculation.present", UNKNOWN,
             "a field calculation on window attributes sits between the window TVF and GROUP BY "
             "before and after the change", "; ".join(old_calc), "; ".join(new_calc)))
-    old_f = [c.value.written for c in old.between if c.kind == "filter"]
-    new_f = [c.value.written for c in new.between if c.kind == "filter"]
+    old_f = [c.value.written for c in old.between if c.kind is ClauseKind.FILTER]
+    new_f = [c.value.written for c in new.between if c.kind is ClauseKind.FILTER]
     if old_f or new_f:
         findings.append(Finding(
             f"{prefix}.window-filter", UNKNOWN,

@@ -12,7 +12,7 @@ from airflow.sdk import ObjectStoragePath
 
 from stategate.provider.deployment.records import read_json, stamp as time_stamp
 from stategate.provider.deployment.root import ARCHIVE, INTENT, JobRoot, StateGateError, fresh, replace_text
-from stategate.spark_jobs import RECORD_DIR
+from stategate.spark_jobs.checkpoint import JOB_SQL, RECORD_DIR
 
 
 class Archiver:
@@ -109,7 +109,7 @@ class Archiver:
             raise StateGateError(f"the archive copy of {source} differs in {len(differ)} files "
                                  f"({', '.join(differ[:3])}); the state was kept where it is")
         replace_text(self.intent_path, json.dumps({**intent, "step": "deleting"}))
-        record = source / RECORD_DIR / "job.sql"  # first: the job refuses a checkpoint without it
+        record = source / RECORD_DIR / JOB_SQL  # first: the job refuses a checkpoint without it
         if record.exists():
             record.unlink()
         source.rmdir(recursive=True)

@@ -1,11 +1,11 @@
-"""The deployed checkpoint, read only, as the take-over will read it once it is archived.
+"""The deployed checkpoint's files, read only, as the job and its take-over read them.
 
-Before a redeploy clears the state, the gate (and ``stategate check --deployed``) estimates what the
-new version's take-over would read again (:func:`analyzer.cutover.volumes`). That reads Spark's own
-files in the checkpoint (the offset, commit and source logs) by the URIs Spark wrote, and looks at
-the source files they name. Files inside the checkpoint are read through the job root, so its
-confinement holds (no link followed); the source files, which live wherever the job's tables are,
-are only looked at (exists, size), never opened.
+The gate (and ``stategate check --deployed``) reads what the job recorded beside its state and
+Spark's own logs (:mod:`spark_jobs.checkpoint`) to judge the new SQL, and, before a redeploy clears
+the state, estimates what the new version's take-over would read again (:func:`spark_jobs.cutover.volumes`),
+by the URIs Spark wrote. Files inside the checkpoint are read through the job root, so its
+confinement holds (no link followed); the source files the logs name, which live wherever the job's
+tables are, are only looked at (exists, size), never opened.
 """
 
 from __future__ import annotations
@@ -18,7 +18,7 @@ from stategate.provider.deployment.root import CHECKPOINT, JobRoot, StateGateErr
 
 
 class DeployedCheckpoint:
-    """:class:`analyzer.cutover.CheckpointFiles` over the job root's checkpoint.
+    """:class:`spark_jobs.checkpoint.CheckpointFiles` over the job root's checkpoint.
 
     :param job: the job whose checkpoint is read
     """

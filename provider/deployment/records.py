@@ -4,19 +4,59 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import asdict, dataclass, replace
 from datetime import datetime, timezone
 from typing import Any
 
 from airflow.sdk import ObjectStoragePath
 
-from stategate.analyzer.layout import watermark_of_offset_log
-from stategate.provider.deployment.root import (CHECKPOINT, HISTORY, NAME_BYTES, RECORD, STAGED, JobRoot,
-                                                StateGateError, fresh, read_text, replace_text)
-from stategate.spark_jobs import RECORD_DIR, query_dir_name
+from stategate.provider.deployment.root import (HISTORY, NAME_BYTES, RECORD, STAGED, JobRoot, StateGateError,
+                                                fresh, read_text, replace_text)
+
+
+@dataclass(frozen=True)
+class DeploymentRecord:
+    """``deployment.json``: the version deployed. The gate drafts it from what it analysed, the
+    record task completes it once the job ran with it (:meth:`deployed`), and the next gate reads it.
+
+    :param sql: the job's SQL, as the gate analysed and staged it
+    :param verdict: the gate's verdict (``FULL`` ... ``INCOMPATIBLE``, or ``FIRST_DEPLOY``)
+    :param job: the job's name
+    :param signature: the state layout the job recorded beside its state (``analyzer.signature``)
+    :param deployed_at: when the record task recorded it (ISO 8601, UTC)
+    :param dag_id: the DAG that deployed it
+    :param dag_run_id: the DAG run that deployed it
+    """
+
+    sql: str
+    verdict: str
+    job: str = ""
+    signature: dict[str, Any] | None = None
+    deployed_at: str | None = None
+    dag_id: str | None = None
+    dag_run_id: str | None = None
+
+    def deployed(self, *, signature: dict[str, Any] | None, dag_id: str, dag_run_id: str) -> DeploymentRecord:
+        """The draft, completed once the job ran with it."""
+        return replace(self, signature=signature, deployed_at=datetime.now(timezone.utc).isoformat(),
+                       dag_id=dag_id, dag_run_id=dag_run_id)
+
+    def to_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_dict(cls, value: Any, path: object = "the record") -> DeploymentRecord:
+        """A record as written (an XCom, a file); refused by name if it is not one, so that nothing
+        is decided on it."""
+        if not isinstance(value, dict) or not isinstance(value.get("sql"), str):
+            raise StateGateError(f"{path} is not a deployment record (a JSON object with the deployed 'sql'); "
+                                 "nothing was changed")
+        known = {name: value[name] for name in cls.__dataclass_fields__ if name in value}
+        return cls(**{"verdict": "", **known})
 
 
 class RecordStore:
-    """``deployment.json`` and ``history/`` of one job, and what its checkpoint says about itself.
+    """``deployment.json`` and ``history/`` of one job, and the SQL each run staged.
 
     Each record is written beside its target and renamed over it (one PUT on object stores), so a
     reader, or a crash, sees the old or the new record, never a torn one.
@@ -29,53 +69,31 @@ class RecordStore:
     def path(self) -> ObjectStoragePath:
         return self.root.record_path(RECORD)
 
-    def read(self) -> dict[str, Any] | None:
+    def read(self) -> DeploymentRecord | None:
         """The deployed record; None when there is none. A record that is not one (truncated,
         edited, another file's content, huge) is refused by name: nothing is decided on it."""
         try:
-            return _record(read_json(fresh(self.path)), self.path)
+            return DeploymentRecord.from_dict(read_json(fresh(self.path)), self.path)
         except FileNotFoundError:
             return None
 
-    def write(self, record: dict[str, Any]) -> None:
+    def write(self, record: DeploymentRecord) -> None:
         """Make ``record`` the deployed version; the previous one moves to ``history/``."""
         self.root.path.mkdir(parents=True, exist_ok=True)
         previous = self.read()
         if previous is not None:
-            history = self.root.record_path(HISTORY, f"{stamp(previous.get('deployed_at'))}.json")
+            history = self.root.record_path(HISTORY, f"{stamp(previous.deployed_at)}.json")
             history.parent.mkdir(parents=True, exist_ok=True)
-            replace_text(history, json.dumps(previous, indent=2))
-        replace_text(self.path, json.dumps(record, indent=2))
+            replace_text(history, json.dumps(previous.to_dict(), indent=2))
+        replace_text(self.path, json.dumps(record.to_dict(), indent=2))
 
-    def history(self) -> list[dict[str, Any]]:
+    def history(self) -> list[DeploymentRecord]:
+        """The earlier deployments, oldest first."""
         folder = fresh(self.root.record_path(HISTORY))
         if not folder.exists():
             return []
-        return [_record(read_json(self.root.record_path(HISTORY, p.name)), p)
+        return [DeploymentRecord.from_dict(read_json(self.root.record_path(HISTORY, p.name)), p)
                 for p in sorted(folder.iterdir(), key=lambda p: p.name)]
-
-    def state_signature(self) -> dict[str, Any] | None:
-        """The signature the Spark job recorded beside its state (with the slot of each aggregate):
-        the authority on how the checkpoint is laid out."""
-        path = fresh(self.root.state_path(CHECKPOINT, RECORD_DIR, "signature.json"))
-        if not path.exists():
-            return None
-        signature = read_json(path)
-        if not isinstance(signature, dict):
-            raise StateGateError(f"{path} is not a state signature (a JSON object); nothing was changed")
-        return signature
-
-    def watermarks(self, pipelines: list[str]) -> dict[str, int | None]:
-        """Each pipeline's watermark as its last planned batch left it (Spark's offset log): it
-        tells which retired slots of the layout no open window can read any more."""
-        found: dict[str, int | None] = {}
-        for pipeline in pipelines:
-            offsets = fresh(self.root.state_path(CHECKPOINT, query_dir_name(pipeline), "offsets"))
-            batches = [int(p.name) for p in offsets.iterdir() if p.name.isdigit()] if offsets.exists() else []
-            found[pipeline] = watermark_of_offset_log(read_text(
-                self.root.state_path(CHECKPOINT, query_dir_name(pipeline), "offsets", str(max(batches))))) \
-                if batches else None
-        return found
 
     def stage_sql(self, sql: str, run_id: str) -> ObjectStoragePath:
         """Store the SQL this run analysed, beside the state: spark-submit runs exactly that text,
@@ -103,14 +121,6 @@ def read_json(path: ObjectStoragePath) -> Any:
     except ValueError as error:
         raise StateGateError(f"{path} is not valid JSON ({error}): truncated or edited? Nothing was changed; "
                              "restore it from history/ or remove it to redeploy from scratch") from None
-
-
-def _record(value: Any, path: ObjectStoragePath) -> dict[str, Any]:
-    """A deployment record: an object whose ``sql`` is text."""
-    if not isinstance(value, dict) or not isinstance(value.get("sql"), str):
-        raise StateGateError(f"{path} is not a deployment record (a JSON object with the deployed 'sql'); "
-                             "nothing was changed")
-    return value
 
 
 def stamp(iso: str | None) -> str:

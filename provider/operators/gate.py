@@ -1,4 +1,4 @@
-"""The deploy gate: compare the new SQL with the deployed one and branch on the verdict."""
+"""The deploy gate: judge the new SQL against the deployed one and branch on the decision."""
 
 from __future__ import annotations
 
@@ -11,15 +11,14 @@ from airflow.providers.standard.operators.branch import BaseBranchOperator
 from airflow.sdk import BaseNotifier
 from airflow.sdk.exceptions import AirflowFailException, AirflowRuntimeError
 
-from stategate.analyzer import FIRST_DEPLOY, JobModel, Report, SQLModelError, Verdict, build
-from stategate.analyzer.layout import JobLayout, NoRoom, plan
-from stategate.analyzer.signature import state_signature
+from stategate.analyzer import JobModel, Report, SQLModelError, build
+from stategate.analyzer.runnable import check_runnable
 from stategate.provider import xcom
-from stategate.provider.hooks.deployment import StateGateError
+from stategate.provider.hooks.deployment import Branch, Decision, OnUnknown, StateGateError
 from stategate.provider.notifiers.log import LogVerdictNotifier
 from stategate.provider.operators.base import JobRootOperator
 
-ON_UNKNOWN = ("approve", "clear_state", "fail")
+ON_UNKNOWN = tuple(policy.value for policy in OnUnknown)
 
 
 class StateGateOperator(JobRootOperator, BaseBranchOperator):
@@ -28,7 +27,13 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
     FULL / PARTIAL → ``restart_task_id`` (restart from the checkpoint); INCOMPATIBLE →
     ``clear_task_id`` (archive the state, then start fresh); no deployed version or no state →
     ``first_deploy_task_id``; UNKNOWN → per ``on_unknown``: ``"approve"`` (``approval_task_id``, a
-    human decides), ``"clear_state"`` or ``"fail"``. SQL that does not parse fails the task.
+    human decides), ``"clear_state"`` or ``"fail"``. The decision is the hook's
+    (:meth:`DeploymentHook.decide`); the gate takes the lock, publishes it and maps it to a task.
+
+    SQL that does not parse, or that holds a construct the Spark job cannot run
+    (:func:`analyzer.runnable.check_runnable`), fails the task with the job's own message and place
+    before anything is read or written in the job root: no lock taken, nothing staged, the record,
+    checkpoint and archive untouched.
 
     XCom (keys in :mod:`stategate.provider.xcom`): ``report`` (JSON), ``report_markdown``, ``verdict``,
     ``staged_sql`` and ``checkpoint`` (as spark-submit should name them) and ``deployment`` (what
@@ -95,30 +100,67 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         self.report_markdown = ""
 
     def choose_branch(self, context) -> str:
-        if self.on_unknown not in ON_UNKNOWN:
-            raise AirflowFailException(f"on_unknown must be one of {ON_UNKNOWN}, not {self.on_unknown!r}")
+        on_unknown = self._on_unknown()
+        model, sql = self._model()
+        hook = self.hook
+        run_id = context["run_id"]
+        self._lock(context)
+        try:
+            finished = hook.archiver.finish()
+            if finished is not None:
+                self.log.warning("finished archiving %s to %s, which a crash had interrupted", self.job_name, finished)
+            decision = hook.decide(model, sql, on_unknown)
+            self._publish(context, decision, hook.records.stage_sql(sql, run_id))
+            report = decision.judgement.report
+            if decision.notify and report is not None:
+                self._notify(context, report)
+            if decision.branch is Branch.FAIL:
+                raise AirflowFailException(f"verdict UNKNOWN for {self.job_name} and on_unknown='fail':\n"
+                                           + (report.to_text() if report is not None else ""))
+            return self._task_ids[decision.branch]
+        except BaseException:
+            hook.lock.release(run_id)
+            raise
+
+    @property
+    def _task_ids(self) -> dict[Branch, str]:
+        return {Branch.RESTART: self.restart_task_id, Branch.CLEAR: self.clear_task_id,
+                Branch.FIRST_DEPLOY: self.first_deploy_task_id, Branch.APPROVAL: self.approval_task_id}
+
+    def _on_unknown(self) -> OnUnknown:
+        try:
+            return OnUnknown(self.on_unknown)
+        except ValueError:
+            raise AirflowFailException(f"on_unknown must be one of {ON_UNKNOWN}, not {self.on_unknown!r}") from None
+
+    def _model(self) -> tuple[JobModel, str]:
+        """The new SQL's model, refused (nothing read of the root, nothing changed) where it does not
+        parse or holds a construct the engine cannot run: with the job's own message and place."""
         sql, source = self._read_sql()
         try:
             model = build(sql, source=source)
         except SQLModelError as error:
+            self.report_markdown = f"The new SQL does not parse: `{error}`"
             raise AirflowFailException(f"the new SQL does not parse: {error}") from None
-        hook = self.hook
-        run_id = context["run_id"]
+        try:
+            check_runnable(model)
+        except SQLModelError as error:
+            self.report_markdown = f"The new SQL cannot run on Spark: `{error}`"
+            raise AirflowFailException(f"the new SQL cannot run on Spark, so nothing was changed: {error}") from None
+        return model, sql
+
+    def _lock(self, context) -> None:
+        """Take the job's redeploy lock for this run (a stale one is taken over, and said so)."""
         ti = context["ti"]
         try:
-            stale = hook.lock.acquire(run_id, dag_id=context["dag"].dag_id, wait=self.lock_wait,
-                                      stale_after=self.stale_lock_after,
-                                      holder_finished=lambda holder: _run_ended(ti, holder))
+            stale = self.hook.lock.acquire(context["run_id"], dag_id=context["dag"].dag_id, wait=self.lock_wait,
+                                           stale_after=self.stale_lock_after,
+                                           holder_finished=lambda holder: _run_ended(ti, holder))
         except StateGateError as error:
             raise AirflowFailException(str(error)) from None
         if stale:
             self.log.warning("took over the redeploy lock of %s from run %s (since %s): that run has "
                              "ended without releasing it", self.job_name, stale.get("owner"), stale.get("since"))
-        try:
-            return self._decide(context, sql, model)
-        except BaseException:
-            hook.lock.release(run_id)
-            raise
 
     def _read_sql(self) -> tuple[str, str]:
         text = self.sql.strip()
@@ -130,71 +172,36 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
                 raise AirflowFailException(f"cannot read the job SQL {path}: {error}") from None
         return self.sql, f"<{self.task_id}.sql>"
 
-    def _decide(self, context, sql: str, model: JobModel) -> str:
-        hook = self.hook
-        finished = hook.archiver.finish()
-        if finished is not None:
-            self.log.warning("finished archiving %s to %s, which a crash had interrupted", self.job_name, finished)
-        deployment = hook.compare(model)
-        record, report = deployment.record, deployment.report
-        verdict = report.verdict if report else None
-        staged = hook.records.stage_sql(sql, context["run_id"])
-        ti = context["ti"]
-        said = verdict.value if verdict else FIRST_DEPLOY
-        self.verdict = said
-        ti.xcom_push(key=xcom.VERDICT, value=said)
+    def _publish(self, context, decision: Decision, staged) -> None:
+        """The decision where later tasks and people read it: XComs, the log, the rendered fields."""
+        ti, hook = context["ti"], self.hook
+        report = decision.judgement.report
+        self.verdict = decision.record.verdict
+        ti.xcom_push(key=xcom.VERDICT, value=self.verdict)
         ti.xcom_push(key=xcom.STAGED_SQL, value=hook.job.spark_uri(staged))
         ti.xcom_push(key=xcom.CHECKPOINT, value=hook.job.spark_uri(hook.job.checkpoint))
-        ti.xcom_push(key=xcom.DEPLOYMENT, value={
-            "sql": sql,
-            "verdict": said,
-            "signature": state_signature(model, _layout(model, deployment.signature, verdict,
-                                                        deployment.watermarks)),
-            "previous_sql": record.get("sql") if record else None,
-        })
+        ti.xcom_push(key=xcom.DEPLOYMENT, value=decision.record.to_dict())
         if report is None:
             self.report_markdown = f"First deploy of `{self.job_name}`: no deployed version or no state; it starts fresh."
-            self.log.info("first deploy of %s: no deployed version or no state; starting fresh", self.job_name)
-            return self.first_deploy_task_id
+            self.log.info("first deploy of %s: %s; starting fresh", self.job_name, decision.judgement.first_deploy)
+            return
         self.log.info("state compatibility of %s:\n%s", self.job_name, report.to_text())
         self.report_markdown = report.to_markdown()
-        summary = report.to_dict()
-        ti.xcom_push(key=xcom.REPORT, value=summary)
+        ti.xcom_push(key=xcom.REPORT, value=report.to_dict())
         ti.xcom_push(key=xcom.REPORT_MARKDOWN, value=self.report_markdown)
-        if verdict in (Verdict.FULL, Verdict.PARTIAL):
-            return self.restart_task_id
-        self._notify(context, report, summary)
-        if verdict is Verdict.INCOMPATIBLE or self.on_unknown == "clear_state":
-            return self.clear_task_id
-        if self.on_unknown == "fail":
-            raise AirflowFailException(f"verdict UNKNOWN for {self.job_name} and on_unknown='fail':\n"
-                                       + report.to_text())
-        return self.approval_task_id
 
-    def _notify(self, context, report: Report, summary: dict) -> None:
+    def _notify(self, context, report: Report) -> None:
         extra = {
             "stategate_job": self.job_name,
             "stategate_verdict": report.verdict.value,
             "stategate_meaning": report.verdict.meaning,
-            "stategate_report": summary,
+            "stategate_report": report.to_dict(),
             "stategate_markdown": self.report_markdown,
         }
         for notifier in self.notifiers:
             # Rendering replaces a notifier's template fields in place: render a copy, so the
             # operator's notifier keeps its templates for the next run in the same process.
             copy.copy(notifier)({**context, **extra})
-
-
-def _layout(model: JobModel, deployed: dict | None, verdict: Verdict | None,
-            watermarks: dict[str, int | None]) -> JobLayout:
-    """The slots the job will run with: the deployed ones evolved on a restart, fresh otherwise.
-    (The job plans them again beside its checkpoint; its record is what the next gate reads.)"""
-    if deployed is None or verdict not in (Verdict.FULL, Verdict.PARTIAL, Verdict.UNKNOWN):
-        return plan(model)
-    try:
-        return plan(model, JobLayout.from_signature(deployed), watermarks)
-    except NoRoom:  # reported as INCOMPATIBLE already: the state is cleared
-        return plan(model)
 
 
 def _run_ended(ti, holder: dict[str, Any]) -> bool:

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
 from typing import Any
 
 from stategate.provider import xcom
+from stategate.provider.deployment.records import DeploymentRecord
 from stategate.provider.operators.base import JobRootOperator
 
 
@@ -24,21 +24,15 @@ class RecordDeploymentOperator(JobRootOperator):
 
     def execute(self, context) -> dict:
         hook = self.hook
-        deployment = context["ti"].xcom_pull(task_ids=self.gate_task_id, key=xcom.DEPLOYMENT)
-        record = {
-            "job": self.job_name,
-            "sql": deployment["sql"],
-            "verdict": deployment["verdict"],
-            # What the job wrote beside its state is authoritative (it planned the slots there).
-            "signature": hook.records.state_signature() or deployment["signature"],
-            "deployed_at": datetime.now(timezone.utc).isoformat(),
-            "dag_id": context["dag"].dag_id,
-            "dag_run_id": context["run_id"],
-        }
+        draft = DeploymentRecord.from_dict(context["ti"].xcom_pull(task_ids=self.gate_task_id, key=xcom.DEPLOYMENT),
+                                           f"the gate's {xcom.DEPLOYMENT} XCom")
+        # The layout the job recorded beside its state, as it planned it there, is the authority.
+        record = draft.deployed(signature=hook.checkpoint.signature() or draft.signature,
+                                dag_id=context["dag"].dag_id, dag_run_id=context["run_id"])
         hook.records.write(record)
         hook.lock.release(context["run_id"])
-        self.log.info("recorded %s as deployed (%s)", self.job_name, record["verdict"])
-        return {k: v for k, v in record.items() if k != "sql"}
+        self.log.info("recorded %s as deployed (%s)", self.job_name, record.verdict)
+        return {k: v for k, v in record.to_dict().items() if k != "sql"}
 
 
 class ReleaseLockOperator(JobRootOperator):

@@ -18,7 +18,8 @@ from pathlib import Path
 
 from hypothesis import strategies as st
 
-from stategate.analyzer import SQLModelError, Verdict, build, compare_models
+from stategate.analyzer import JobModel, SQLModelError, Verdict, build, compare_models
+from stategate.analyzer.runnable import check_constructs
 from stategate.analyzer.cli import main as cli_main
 from stategate.analyzer.dialect import Flink
 from tests.analyzer.seed_cases import ALL
@@ -172,7 +173,9 @@ def check(old: str, new: str) -> str:
     * nothing but :class:`SQLModelError` escapes, and that names the file it is about;
     * when the new script cannot be read there is no verdict at all, so never FULL or PARTIAL;
     * a script that can be read, compared with itself, is never PARTIAL and never INCOMPATIBLE but
-      for an emit setting (seed 000: those break compatibility even unchanged).
+      for an emit setting (seed 000: those break compatibility even unchanged);
+    * the command line gives the library's verdict, or refuses (exit 2, the file named) a script
+      whose constructs the Spark job cannot run.
     """
     deployed = build(old, source="old.sql")
     try:
@@ -189,8 +192,18 @@ def check(old: str, new: str) -> str:
         assert all(f.rule.endswith("emit.enabled") for f in itself.findings
                    if f.effect is Verdict.INCOMPATIBLE), itself.to_text()
         outcome = report.verdict.value
-    assert cli_outcome(old, new) == outcome
+    assert cli_outcome(old, new) == (outcome if outcome == "invalid" or runs(model) else "invalid")
     return outcome
+
+
+def runs(model: JobModel) -> bool:
+    """Whether the Spark job runs the windows, aggregates and joins of ``model``."""
+    try:
+        check_constructs(model)
+    except SQLModelError as error:
+        assert str(error).startswith(SOURCE), f"the refusal does not name the file: {error}"
+        return False
+    return True
 
 
 def cli_outcome(old: str, new: str) -> str:

@@ -29,6 +29,22 @@ def tvf(select: str, group: str = "a, window_start, window_end", size: str = "IN
             f"GROUP BY {group};")
 
 
+#: MyTable of the seeds, declared as a job the Spark engine runs declares it.
+MY_TABLE = ("CREATE TABLE MyTable (a STRING, b BIGINT, c BIGINT, ts TIMESTAMP(3),\n"
+            "  WATERMARK FOR ts AS ts - INTERVAL '1' SECOND\n"
+            ") WITH ('connector' = 'filesystem', 'path' = '/data/my_table', 'format' = 'csv');\n")
+
+
+def runnable(query: str, settings: str = "") -> str:
+    """A seed query as a whole job the Spark engine runs (what the deploy gate takes): ``MyTable``
+    declared, and the query's rows written to the sink ``Out``, one column per output."""
+    from stategate.analyzer import build
+
+    width = len(build(MY_TABLE + query).pipelines[0].outputs)
+    sink = f"CREATE TABLE Out ({', '.join(f'c{i} STRING' for i in range(width))}) WITH ('connector' = 'print');\n"
+    return settings + MY_TABLE + sink + "INSERT INTO Out " + query
+
+
 # ----------------------------------------------------------------------------- seed 000
 G0 = legacy("a, SUM(b), MAX(c)")
 G_START = legacy("a,\n  SUM(b),\n  MAX(c),\n  tumble_start(ts, INTERVAL '1' MINUTE) AS window_start")

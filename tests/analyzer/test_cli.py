@@ -67,6 +67,19 @@ def test_invalid_sql_exits_2_naming_file_line_and_column(files) -> None:
     assert "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("select, message", [
+    ("a, SUM(b),\n  STDDEV_POP(c)", "2:3: aggregate STDDEV_POP(c) is not supported (supported: COUNT, SUM, MIN, MAX, AVG)"),
+    ("a, SUM(b), weighted_avg(b, c)", "1:19: user-defined aggregate WEIGHTED_AVG(b, c) cannot run on Spark here"),
+])
+def test_sql_the_spark_job_cannot_run_exits_2_with_the_jobs_message(files, select: str, message: str) -> None:
+    """No verdict for SQL that could never run: the job's message, at the construct's place."""
+    old, new = files
+    new.write_text(legacy(select))
+    result = run("check", str(old), str(new))
+    assert result.returncode == 2 and not result.stdout
+    assert result.stderr == f"stategate: {new}:{message} (in: select#1)\n"
+
+
 def test_unreadable_file_exits_2(files, tmp_path: Path) -> None:
     result = run("check", str(files[0]), str(tmp_path / "missing.sql"))
     assert result.returncode == 2

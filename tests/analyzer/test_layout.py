@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import pytest
 
-from stategate.analyzer import SQLModelError, Verdict, build, compare_models
+from stategate.analyzer import Report, SQLModelError, Verdict, build, compare_models
+from stategate.analyzer.judgement import Deployed, judge
 from stategate.analyzer.layout import (
-    EXACT_SCALE, GENERIC, LAYOUT_V1, JobLayout, NoRoom, plan, shape_family, shape_scale,
+    EXACT_SCALE, GENERIC, LAYOUT_V1, JobLayout, NoRoom, Shape, plan,
 )
 from stategate.analyzer.signature import state_signature
 
@@ -25,6 +26,13 @@ def deployed(sql: str) -> dict:
     return state_signature(model, plan(model))
 
 
+def judged(old: str, new: str, signature: dict) -> Report:
+    """The judgement of ``new`` against ``old`` deployed with the state layout ``signature``."""
+    report = judge(build(new), Deployed(build(old), signature)).report
+    assert report is not None
+    return report
+
+
 def slots(sql: str, signature: dict | None = None, watermark: int | None = None) -> dict[str, int]:
     layout = plan(build(sql), JobLayout.from_signature(signature) if signature else None, {"select#1": watermark})
     return dict(layout.pipelines["select#1"][0].plain.assigned)
@@ -35,14 +43,14 @@ def test_a_first_deploy_shapes_a_slot_per_aggregate_and_leaves_generic_free_slot
     pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
     assert pool["assigned"] == {"SUM(Bid.price)": 0, "MAX(Bid.bidtime)": 1, "COUNT(*)": 2,
                                 "AVG(CAST(Bid.price AS DOUBLE))": 3}
-    assert pool["shapes"] == ["SUM:m2", "MAX:t", "COUNT", "AVG:d", GENERIC, GENERIC]
+    assert pool["shapes"] == ["SUM:m2", "MAX:t", "COUNT", "AVG:d", str(GENERIC), str(GENERIC)]
     assert pool["width"] == 6
 
 
 def test_an_argument_of_unknown_type_gets_a_generic_slot() -> None:
     signature = deployed(job("SUM(price), MAX(undeclared_fn(price))"))
     assert signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]["shapes"] == [
-        "SUM:m2", GENERIC, GENERIC, GENERIC]
+        "SUM:m2", *[str(GENERIC)] * 3]
 
 
 def test_an_exact_slot_keeps_the_scale_of_its_argument_where_every_engine_agrees_on_it() -> None:
@@ -51,8 +59,8 @@ def test_an_exact_slot_keeps_the_scale_of_its_argument_where_every_engine_agrees
     sql = job("SUM(price), MAX(CAST(price AS DECIMAL(12, 4))), MIN(CHAR_LENGTH(item)), SUM(price / 3), AVG(price)")
     shapes = deployed(sql)["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]["shapes"]
     assert shapes[:5] == ["SUM:m2", "MAX:m4", "MIN:m0", "SUM:m", "AVG:m"]
-    assert [shape_scale(s) for s in shapes[:5]] == [2, 4, 0, EXACT_SCALE, EXACT_SCALE]
-    assert [shape_family(s) for s in shapes] == ["m"] * 5 + [None, None]
+    assert [Shape.parse(s).kept_scale for s in shapes[:5]] == [2, 4, 0, EXACT_SCALE, EXACT_SCALE]
+    assert [f.value if (f := Shape.parse(s).family) else None for s in shapes] == ["m"] * 5 + [None, None]
 
 
 def test_reordering_keeps_every_slot_and_adding_takes_a_free_one() -> None:
@@ -95,7 +103,7 @@ def test_a_free_shaped_slot_takes_only_an_aggregate_of_its_shape() -> None:
 def test_a_change_that_does_not_fit_is_incompatible_before_deploy() -> None:
     old = job("SUM(price)", "SET 'stategate.state.slots' = '2';\n")
     new = job("SUM(price), MAX(price), MIN(price)", "SET 'stategate.state.slots' = '2';\n")
-    report = compare_models(build(old), build(new), deployed(old))
+    report = judged(old, new, deployed(old))
     assert report.verdict is Verdict.INCOMPATIBLE
     finding = next(f for f in report.findings if f.rule == "stategate.layout.no-room")
     assert "2 plain aggregate(s) added" in finding.message and "only 1 of 2" in finding.message
@@ -106,7 +114,7 @@ def test_a_change_that_does_not_fit_is_incompatible_before_deploy() -> None:
 def test_a_distinct_aggregate_needs_a_distinct_slot() -> None:
     old = job("SUM(price)")
     new = job("SUM(price), COUNT(DISTINCT item)")
-    report = compare_models(build(old), build(new), deployed(old))
+    report = judged(old, new, deployed(old))
     assert "stategate.layout.no-room" in {f.rule for f in report.findings}
 
 
@@ -130,19 +138,19 @@ def test_min_and_max_of_text_live_in_text_slots_told_from_the_declared_types() -
 def test_a_job_without_text_aggregates_has_no_text_slots_unless_reserved() -> None:
     old = job("SUM(price)")
     assert deployed(old)["pipelines"]["select#1"]["stages"][0]["slots"]["text"]["width"] == 0
-    report = compare_models(build(old), build(job("SUM(price), MAX(item)")), deployed(old))
+    report = judged(old, job("SUM(price), MAX(item)"), deployed(old))
     finding = next(f for f in report.findings if f.rule == "stategate.layout.no-room")
     assert report.verdict is Verdict.INCOMPATIBLE and "1 text aggregate(s) added" in finding.message
     reserved = job("SUM(price)", "SET 'stategate.state.text-slots' = '1';\n")
     new = job("SUM(price), MAX(item)", "SET 'stategate.state.text-slots' = '1';\n")
-    assert compare_models(build(reserved), build(new), deployed(reserved)).verdict is Verdict.PARTIAL
+    assert judged(reserved, new, deployed(reserved)).verdict is Verdict.PARTIAL
     assert text_slots(new, deployed(reserved)) == {"MAX(Bid.item)": 0}
 
 
 @pytest.mark.parametrize("layout", [LAYOUT_V1, "stategate-slots-v2", "stategate-slots-v3"])
 def test_state_of_an_older_layout_is_refused_by_name(layout: str) -> None:
     sql = job("SUM(price)")
-    report = compare_models(build(sql), build(sql), {"layout": layout, "pipelines": {}})
+    report = judged(sql, sql, {"layout": layout, "pipelines": {}})
     assert report.verdict is Verdict.INCOMPATIBLE
     finding = next(f for f in report.findings if f.rule == "stategate.layout.old")
     assert layout in finding.message and "archive the checkpoint" in finding.message
@@ -150,7 +158,7 @@ def test_state_of_an_older_layout_is_refused_by_name(layout: str) -> None:
 
 def test_a_changed_width_setting_applies_after_the_state_is_cleared() -> None:
     old, new = job("SUM(price)"), job("SUM(price)", "SET 'stategate.state.slots' = '12';\n")
-    report = compare_models(build(old), build(new), deployed(old))
+    report = judged(old, new, deployed(old))
     assert report.verdict is Verdict.FULL
     assert "stategate.setting.layout" in {f.rule for f in report.findings}
     assert slots(new, deployed(old)) == {"SUM(Bid.price)": 0}

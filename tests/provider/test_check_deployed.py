@@ -13,13 +13,14 @@ from stategate.analyzer import build
 from stategate.analyzer.layout import plan
 from stategate.analyzer.signature import state_signature
 from stategate.provider.hooks.deployment import DeploymentHook
-from stategate.spark_jobs import RECORD_DIR
-from tests.analyzer.seed_cases import legacy
+from stategate.provider.deployment.records import DeploymentRecord
+from stategate.spark_jobs.checkpoint import RECORD_DIR
+from tests.analyzer.seed_cases import legacy, runnable
 
 NARROW = "SET 'stategate.state.slots' = '3';\n"
-V1 = NARROW + legacy("a, SUM(b), MAX(c)")
-ONE_MORE = NARROW + legacy("a, SUM(b), MAX(c), COUNT(c)")
-TWO_MORE = NARROW + legacy("a, SUM(b), MAX(c), COUNT(c), MIN(c)")
+V1 = runnable(legacy("a, SUM(b), MAX(c)"), NARROW)
+ONE_MORE = runnable(legacy("a, SUM(b), MAX(c), COUNT(c)"), NARROW)
+TWO_MORE = runnable(legacy("a, SUM(b), MAX(c), COUNT(c), MIN(c)"), NARROW)
 
 
 def check(*args: str) -> subprocess.CompletedProcess:
@@ -29,13 +30,16 @@ def check(*args: str) -> subprocess.CompletedProcess:
 
 
 def deploy(root: Path, sql: str) -> None:
-    """A deployment as the DAG leaves it: the record, and the job's signature beside its state."""
+    """A deployment as the DAG leaves it: the record, and the job's signature beside its state (a
+    planned micro-batch of its query)."""
     hook = DeploymentHook(f"file://{root}", "bids")
     model = build(sql)
     signature = state_signature(model, plan(model))
-    hook.records.write({"job": "bids", "sql": sql, "verdict": "FIRST_DEPLOY", "signature": signature})
+    hook.records.write(DeploymentRecord(sql, "FIRST_DEPLOY", "bids", signature))
     (hook.job.checkpoint / RECORD_DIR).mkdir(parents=True)
     (hook.job.checkpoint / RECORD_DIR / "signature.json").write_text(json.dumps(signature))
+    (hook.job.checkpoint / "Out" / "offsets").mkdir(parents=True)
+    (hook.job.checkpoint / "Out" / "offsets" / "0").write_text('v1\n{"batchWatermarkMs":0,"batchTimestampMs":0}\n')
 
 
 def test_the_deployed_record_and_layout_decide(tmp_path: Path) -> None:
@@ -74,3 +78,17 @@ def test_bad_arguments_exit_2_naming_the_problem(tmp_path: Path) -> None:
     bad_name = check(str(new), "--deployed", str(tmp_path), "--job", "../etc")
     assert bad_name.returncode == 2 and "job name '../etc'" in bad_name.stderr
     assert "Traceback" not in no_job.stderr + bad_name.stderr
+
+
+def test_sql_the_gate_would_refuse_exits_2_with_its_message(tmp_path: Path) -> None:
+    """The gate's answer before deploy: SQL the Spark job cannot run, or a job it cannot deploy (a
+    table read but not declared), gets no verdict, with the message the gate gives."""
+    deploy(tmp_path, V1)
+    new = tmp_path / "new.sql"
+    new.write_text(runnable(legacy("a, SUM(b), MAX(c), STDDEV_POP(c)"), NARROW))
+    refused = check(str(new), "--deployed", str(tmp_path), "--job", "bids")
+    assert refused.returncode == 2 and not refused.stdout
+    assert "aggregate STDDEV_POP(c) is not supported" in refused.stderr and f"{new}:" in refused.stderr
+    new.write_text(ONE_MORE.replace("FROM MyTable", "FROM Elsewhere"))
+    undeclared = check(str(new), "--deployed", str(tmp_path), "--job", "bids")
+    assert undeclared.returncode == 2 and "table Elsewhere is read but not declared" in undeclared.stderr

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from stategate.provider.deployment.records import DeploymentRecord
 from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
 
 PROCESSES, ROUNDS = 4, 8
@@ -29,8 +30,8 @@ def redeploy(root: str, name: str, counter: str, conn_id: str | None = None, rou
             time.sleep(0.003)
             assert hook.lock.holder()["owner"] == owner, "another run took the lock while it was held"
             Path(counter).write_text(str(count + 1))
-            hook.records.write({"sql": f"-- {owner}\n{RECORD_PADDING}", "owner": owner,
-                               "deployed_at": datetime.now(timezone.utc).isoformat()})
+            hook.records.write(DeploymentRecord(f"-- {owner}\n{RECORD_PADDING}", "FULL", job=owner,
+                                                deployed_at=datetime.now(timezone.utc).isoformat()))
         finally:
             assert hook.lock.release(owner)
 
@@ -44,7 +45,7 @@ def read_records(root: str, stop: str, result: str, conn_id: str | None = None) 
         except ValueError:
             torn += 1
         else:
-            reads += record is not None and record["sql"].endswith(RECORD_PADDING)
+            reads += record is not None and record.sql.endswith(RECORD_PADDING)
     Path(result).write_text(json.dumps({"reads": reads, "torn": torn}))
 
 

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 
+from stategate.provider.deployment.records import DeploymentRecord
 from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
 
 
@@ -24,10 +25,10 @@ def make_state(path: Path) -> None:
 
 def test_record_replaces_and_keeps_history(hook: DeploymentHook, tmp_path: Path) -> None:
     assert hook.records.read() is None
-    hook.records.write({"sql": "v1", "deployed_at": "2026-01-01T00:00:00+00:00"})
-    hook.records.write({"sql": "v2", "deployed_at": "2026-01-02T00:00:00+00:00"})
-    assert hook.records.read()["sql"] == "v2"
-    assert [r["sql"] for r in hook.records.history()] == ["v1"]
+    hook.records.write(DeploymentRecord("v1", "FIRST_DEPLOY", deployed_at="2026-01-01T00:00:00+00:00"))
+    hook.records.write(DeploymentRecord("v2", "FULL", deployed_at="2026-01-02T00:00:00+00:00"))
+    assert hook.records.read().sql == "v2"
+    assert [r.sql for r in hook.records.history()] == ["v1"]
     job = tmp_path / "root" / "job"
     assert sorted(p.name for p in job.iterdir()) == ["deployment.json", "history"], "no temp file left"
 

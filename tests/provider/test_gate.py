@@ -11,17 +11,20 @@ from urllib.parse import quote
 
 import pytest
 
+from stategate.analyzer import build
+from stategate.analyzer.layout import plan
+from stategate.analyzer.signature import state_signature
 from stategate.provider.hooks.deployment import DeploymentHook
-from tests.analyzer.seed_cases import tvf
+from tests.analyzer.seed_cases import runnable, tvf
 from tests.provider.conftest import HOME, NOTIFIED
 from tests.servers import free_port, listening, start, stop
 
 BRANCHES = ("restart", "clear", "first_deploy", "approval")
-V1 = tvf("a, sum(b) AS s, max(c) AS m")
+V1 = runnable(tvf("a, sum(b) AS s, max(c) AS m"))
 CHANGES = {
-    "FULL": tvf("a, max(c) AS m, sum(b) AS s"),
-    "PARTIAL": tvf("a, sum(b) AS s, max(c) AS m, count(*) AS n"),
-    "INCOMPATIBLE": tvf("a, sum(b) AS s, max(c) AS m", size="INTERVAL '5' MINUTE"),
+    "FULL": runnable(tvf("a, max(c) AS m, sum(b) AS s")),
+    "PARTIAL": runnable(tvf("a, sum(b) AS s, max(c) AS m, count(*) AS n")),
+    "INCOMPATIBLE": runnable(tvf("a, sum(b) AS s, max(c) AS m", size="INTERVAL '5' MINUTE")),
     "UNKNOWN": "SET 'table.exec.state.ttl' = '1 h';\n" + V1,
 }
 
@@ -39,7 +42,10 @@ def deploy(root: Path, sql: str = V1, state: bool = True) -> None:
     if state:
         (job / "checkpoint" / "offsets").mkdir(parents=True)
         (job / "checkpoint" / "offsets" / "0").write_text("v1")
-    (job / "deployment.json").write_text(json.dumps({"sql": sql, "verdict": "FIRST_DEPLOY"}))
+    # As the record task leaves it: the SQL and the state layout the job recorded.
+    model = build(sql)
+    (job / "deployment.json").write_text(json.dumps({"sql": sql, "verdict": "FIRST_DEPLOY",
+                                                     "signature": state_signature(model, plan(model))}))
 
 
 def run_gate(dag, tmp_path: Path, sql: str, on_unknown: str = "approve"):
@@ -145,22 +151,21 @@ def test_a_retired_slot_is_free_to_the_gate_once_the_checkpoint_watermark_passed
         gate_dag, tmp_path, watermark_ms: int, branch: str, verdict: str) -> None:
     """The job's record says slot 1 held MAX(c) until a redeploy dropped it, and that no window open
     then can be read once the watermark reaches 1,000 ms; Spark's offset log gives the watermark."""
-    from stategate.analyzer import build
-    from stategate.analyzer.layout import GENERIC, JobLayout, Pool, Retired, StageLayout
-    from stategate.analyzer.signature import state_signature
+    from stategate.analyzer.layout import GENERIC, JobLayout, Retired, Slots, StageLayout
 
     narrow = "SET 'stategate.state.slots' = '2';\n"
-    deployed_sql, new_sql = narrow + tvf("a, sum(b) AS s"), narrow + tvf("a, sum(b) AS s, count(*) AS n")
+    deployed_sql = runnable(tvf("a, sum(b) AS s"), narrow)
+    new_sql = runnable(tvf("a, sum(b) AS s, count(*) AS n"), narrow)
     deploy(tmp_path / "root", deployed_sql)
     checkpoint = tmp_path / "root" / "job" / "checkpoint"
-    # MyTable declares no column types: every slot is generic.
-    plain = Pool((GENERIC, GENERIC), (("SUM(MyTable.b)", 0),), (Retired(1, "MAX(MyTable.c)", 1_000),))
-    layout = JobLayout({"select#1": (StageLayout(plain, Pool(), Pool()),)})
+    # Both slots generic: the second, retired, takes any aggregate once it is free.
+    plain = Slots((GENERIC, GENERIC), (("SUM(MyTable.b)", 0),), (Retired(1, "MAX(MyTable.c)", 1_000),))
+    layout = JobLayout({"Out": (StageLayout(plain, Slots(), Slots()),)})
     (checkpoint / "_stategate").mkdir()
     (checkpoint / "_stategate" / "signature.json").write_text(
         json.dumps(state_signature(build(deployed_sql), layout)))
-    (checkpoint / "select#1" / "offsets").mkdir(parents=True)
-    (checkpoint / "select#1" / "offsets" / "7").write_text(
+    (checkpoint / "Out" / "offsets").mkdir(parents=True)
+    (checkpoint / "Out" / "offsets" / "7").write_text(
         f'v1\n{{"batchWatermarkMs":{watermark_ms},"batchTimestampMs":0,"conf":{{}}}}\n{{"logOffset":6}}\n')
     run, states, xcoms = run_gate(gate_dag, tmp_path, new_sql)
     assert run.state == "success" and taken(states) == [branch]
@@ -168,8 +173,8 @@ def test_a_retired_slot_is_free_to_the_gate_once_the_checkpoint_watermark_passed
     rules = {f["rule"] for f in xcoms["report"]["findings"]}
     assert ("stategate.layout.no-room" in rules) == (verdict == "INCOMPATIBLE")
     if verdict == "PARTIAL":
-        slots = xcoms["deployment"]["signature"]["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
-        assert slots == {"width": 2, "shapes": [GENERIC, GENERIC], "assigned": {"SUM(MyTable.b)": 0, "COUNT(*)": 1},
+        slots = xcoms["deployment"]["signature"]["pipelines"]["Out"]["stages"][0]["slots"]["plain"]
+        assert slots == {"width": 2, "shapes": [str(GENERIC)] * 2, "assigned": {"SUM(MyTable.b)": 0, "COUNT(*)": 1},
                          "retired": []}
 
 

@@ -83,7 +83,7 @@ def test_first_deploy_starts_fresh(story) -> None:
     assert run.state == "success"
     assert states["first_deploy"] == "success" and states["submit_fresh"] == "success"
     assert states["submit_restart"] == "skipped" and states["clear_state"] == "skipped"
-    assert record["verdict"] == "FIRST_DEPLOY" and "COUNT(*) AS bids" in record["sql"]
+    assert record.verdict == "FIRST_DEPLOY" and "COUNT(*) AS bids" in record.sql
 
 
 def test_partial_change_restarts_from_the_checkpoint(story) -> None:
@@ -92,7 +92,7 @@ def test_partial_change_restarts_from_the_checkpoint(story) -> None:
     assert run.state == "success"
     assert states["restart"] == "success" and states["submit_restart"] == "success"
     assert states["clear_state"] == "skipped" and states["submit_fresh"] == "skipped"
-    assert record["verdict"] == "PARTIAL" and "MAX(price) AS top" in record["sql"]
+    assert record.verdict == "PARTIAL" and "MAX(price) AS top" in record.sql
     checkpoint = root / "bids" / "checkpoint"
     assert "MAX(price) AS top" in (checkpoint / "_stategate" / "job.sql").read_text()
     emitted = rows(data / "totals")
@@ -110,7 +110,7 @@ def test_incompatible_change_archives_the_checkpoint_and_starts_fresh(story) -> 
     assert run.state == "success"
     assert states["clear"] == "success" and states["clear_state"] == "success"
     assert states["submit_fresh"] == "success" and states["submit_restart"] == "skipped"
-    assert record["verdict"] == "INCOMPATIBLE"
+    assert record.verdict == "INCOMPATIBLE"
     archives = list((root / "bids" / "archive").iterdir())
     assert len(archives) == 1
     archived = archives[0] / "checkpoint"
@@ -132,6 +132,39 @@ def test_incompatible_change_archives_the_checkpoint_and_starts_fresh(story) -> 
     assert [json.loads(h.read_text())["verdict"] for h in history] == ["FIRST_DEPLOY", "PARTIAL"]
 
 
+def snapshot(folder: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(folder)): p.read_bytes() for p in sorted(folder.rglob("*")) if p.is_file()}
+
+
+def test_sql_the_engine_cannot_run_is_refused_before_anything_changes(story) -> None:
+    """v4 resizes the window (INCOMPATIBLE: the state would be archived) and adds an aggregate the
+    Spark job cannot run. The gate fails with the job's own message and its place; nothing in the
+    job root changes: no lock, no staged SQL, the record, checkpoint and archive as they were."""
+    from stategate_redeploy import dag
+
+    data, root, _ = story
+    v4 = job_sql(data, 30, True, "totals_5m").replace("MAX(price) AS top", "STDDEV_POP(price) AS top")
+    (data / "current.sql").write_text(v4)
+    before = snapshot(root)
+    run = dag.test(run_conf={"job": "bids", "sql": str(data / "current.sql"), "root": f"file://{root}"})
+    states = {ti.task_id: ti.state for ti in run.get_task_instances()}
+    assert run.state == "failed" and states["gate"] == "failed"
+    assert all(states[task] in ("skipped", "upstream_failed", None) for task in
+               ("clear_state", "submit_fresh", "submit_restart", "record")), states
+    assert snapshot(root) == before
+    # Where operators look: the gate task's rendered fields in Airflow's UI.
+    from airflow.models.renderedtifields import RenderedTaskInstanceFields
+    from airflow.utils.session import create_session
+
+    with create_session() as session:
+        rendered = RenderedTaskInstanceFields.get_templated_fields(
+            next(ti for ti in run.get_task_instances() if ti.task_id == "gate"), session=session)
+    line, col = next((n, row.index("STDDEV_POP") + 1) for n, row in enumerate(v4.splitlines(), start=1)
+                     if "STDDEV_POP" in row)
+    assert f"{data / 'current.sql'}:{line}:{col}: aggregate STDDEV_POP(price) is not supported" \
+        in rendered["report_markdown"], rendered
+
+
 def test_the_same_story_on_a_standalone_cluster(story, spark_cluster, tmp_path_factory, monkeypatch) -> None:
     """A Spark standalone master and two workers on 127.0.0.1: the same first deploy and PARTIAL
     restart as in ``local[*]`` give the same rows. Only the ``spark_default`` connection changes:
@@ -148,7 +181,7 @@ def test_the_same_story_on_a_standalone_cluster(story, spark_cluster, tmp_path_f
     (first, first_states, first_record), (second, second_states, second_record) = results
     assert first.state == "success" and first_states["submit_fresh"] == "success", first_states
     assert second.state == "success" and second_states["submit_restart"] == "success", second_states
-    assert (first_record["verdict"], second_record["verdict"]) == ("FIRST_DEPLOY", "PARTIAL")
+    assert (first_record.verdict, second_record.verdict) == ("FIRST_DEPLOY", "PARTIAL")
 
     local_data = story[0]
     assert rows(data / "totals") == rows(local_data / "totals"), "the cluster wrote the rows of local[*]"
@@ -165,9 +198,9 @@ def test_records_on_s3_and_checkpoints_where_spark_reads(story, s3_root, tmp_pat
     data = tmp_path_factory.mktemp("s3-records")
     results = redeploy_story(data, steps=2, root=s3_root, conn_id=S3_CONN, checkpoint_root=f"file://{data}/state")
     assert [run.state for run, _, _ in results] == ["success", "success"]
-    assert [record["verdict"] for _, _, record in results] == ["FIRST_DEPLOY", "PARTIAL"]
+    assert [record.verdict for _, _, record in results] == ["FIRST_DEPLOY", "PARTIAL"]
     assert rows(data / "totals") == rows(story[0] / "totals")
     assert (data / "state" / "bids" / "checkpoint" / "_stategate" / "job.sql").exists()
     hook = DeploymentHook(s3_root, "bids", S3_CONN, f"file://{data}/state")
-    assert [r["verdict"] for r in hook.records.history()] == ["FIRST_DEPLOY"]
+    assert [r.verdict for r in hook.records.history()] == ["FIRST_DEPLOY"]
     assert hook.lock.holder() is None

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from stategate.provider.deployment.records import MAX_RECORD_BYTES
+from stategate.provider.deployment.records import MAX_RECORD_BYTES, DeploymentRecord
 from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
 
 
@@ -43,7 +43,7 @@ def outside(tmp_path: Path) -> Path:
 
 def every_operation(hook: DeploymentHook) -> list:
     return [
-        lambda: hook.records.write({"sql": "v2", "deployed_at": "2026-01-02T00:00:00+00:00"}),
+        lambda: hook.records.write(DeploymentRecord("v2", "FULL", deployed_at="2026-01-02T00:00:00+00:00")),
         lambda: hook.records.read(),
         lambda: hook.records.history(),
         lambda: hook.records.stage_sql("SELECT 2", "run-1"),
@@ -140,8 +140,8 @@ def test_a_job_name_that_is_not_one_directory_is_refused_clearly(tmp_path: Path,
 
 def test_a_job_name_of_255_bytes_works(tmp_path: Path) -> None:
     hook = DeploymentHook(f"file://{tmp_path}", "j" * 255)
-    hook.records.write({"sql": "v1", "deployed_at": "2026-01-01T00:00:00+00:00"})
-    assert hook.records.read()["sql"] == "v1"
+    hook.records.write(DeploymentRecord("v1", "FIRST_DEPLOY", deployed_at="2026-01-01T00:00:00+00:00"))
+    assert hook.records.read().sql == "v1"
 
 
 @pytest.mark.parametrize("content, problem", [
@@ -161,7 +161,7 @@ def test_a_truncated_or_mistyped_record_is_a_clear_error_and_nothing_changes(
     with pytest.raises(StateGateError, match=problem):
         hook.records.read()
     with pytest.raises(StateGateError, match=problem):
-        hook.records.write({"sql": "v2", "deployed_at": "2026-01-02T00:00:00+00:00"})
+        hook.records.write(DeploymentRecord("v2", "FULL", deployed_at="2026-01-02T00:00:00+00:00"))
     assert snapshot(job) == before
 
 

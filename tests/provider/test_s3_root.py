@@ -11,6 +11,7 @@ from airflow.sdk import ObjectStoragePath
 from airflow.sdk.io.store import attach
 from fsspec.implementations.memory import MemoryFileSystem
 
+from stategate.provider.deployment.records import DeploymentRecord
 from stategate.provider.hooks.deployment import DeploymentHook, StateGateError
 from tests.provider.conftest import S3_CONN
 from tests.provider.test_concurrency import race_redeploys
@@ -29,9 +30,9 @@ def write_state(checkpoint: ObjectStoragePath) -> None:
 def test_record_history_staging_and_archive(s3_root: str) -> None:
     hook = DeploymentHook(s3_root, "job", S3_CONN)
     assert hook.records.read() is None and not hook.job.has_state()
-    hook.records.write({"sql": "v1", "deployed_at": "2026-01-01T00:00:00+00:00"})
-    hook.records.write({"sql": "v2", "deployed_at": "2026-01-02T00:00:00+00:00"})
-    assert hook.records.read()["sql"] == "v2" and [r["sql"] for r in hook.records.history()] == ["v1"]
+    hook.records.write(DeploymentRecord("v1", "FIRST_DEPLOY", deployed_at="2026-01-01T00:00:00+00:00"))
+    hook.records.write(DeploymentRecord("v2", "FULL", deployed_at="2026-01-02T00:00:00+00:00"))
+    assert hook.records.read().sql == "v2" and [r.sql for r in hook.records.history()] == ["v1"]
     staged = hook.records.stage_sql("SELECT 2", "manual__2026-01-02T00:00:00+00:00")
     assert hook.job.spark_uri(staged).startswith("s3a://stategate/") and staged.read_text() == "SELECT 2"
 

@@ -9,7 +9,8 @@ import pytest
 
 from stategate.analyzer import SQLModelError, Verdict
 from stategate.analyzer.layout import LAYOUT, LAYOUT_V1
-from stategate.spark_jobs.guard import RECORD_DIR, CheckpointRefused
+from stategate.spark_jobs.checkpoint import RECORD_DIR
+from stategate.spark_jobs.guard import CheckpointRefused
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
 
 

@@ -27,7 +27,7 @@ from stategate.analyzer.build import build
 from stategate.spark_jobs.job import run
 from stategate.spark_jobs.storage import HadoopStorage
 from stategate.spark_jobs.takeover import source_filter
-from stategate.analyzer.cutover import TakeOverRefused, cutovers
+from stategate.spark_jobs.cutover import TakeOverRefused, cutovers
 from tests.spark_jobs.crashes import CrashingJob
 
 KEYS = ("k0", "k1", "k2")

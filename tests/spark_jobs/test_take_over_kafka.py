@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from stategate.analyzer.build import build
-from stategate.analyzer.cutover import NONE, TakeOverRefused, cutovers, volumes
+from stategate.spark_jobs.cutover import NONE, TakeOverRefused, cutovers, volumes
 from stategate.analyzer.replay import DEFAULT_KAFKA_MARGIN_MS
 from stategate.spark_jobs.connectors import kafka_source_options
 from stategate.spark_jobs.storage import HadoopStorage

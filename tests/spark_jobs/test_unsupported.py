@@ -8,41 +8,10 @@ import pytest
 
 from stategate.analyzer import SQLModelError
 from stategate.spark_jobs.job import run
+from tests.analyzer.test_runnable import REFUSED, WINDOW
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
 
-WINDOW = "TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))"
 SQL_PAGE = Path(__file__).resolve().parents[2] / "docs" / "pages" / "sql.md"
-
-REFUSED = [
-    ("SELECT item, COUNT(*) FROM Bid GROUP BY item", "GROUP BY without a window"),
-    ("SELECT item, price FROM Bid", "no window aggregation"),
-    (f"SELECT window_start, STDDEV_POP(price) FROM {WINDOW} GROUP BY window_start, window_end",
-     "is not supported (supported: COUNT, SUM, MIN, MAX, AVG)"),
-    (f"SELECT window_start, weighted_avg(price, price) FROM {WINDOW} GROUP BY window_start, window_end",
-     "user-defined aggregate"),
-    # Not a Flink function, so the analyzer cannot tell it yields text; Spark's type decides the
-    # buffer field, and the two must agree.
-    (f"SELECT window_start, MAX(SOUNDEX(item)) FROM {WINDOW} GROUP BY window_start, window_end",
-     "MAX(SOUNDEX(item)): its argument is string on Spark"),
-    ("SELECT window_start, COUNT(DISTINCT item) FROM TABLE(SESSION(TABLE Bid, DESCRIPTOR(bidtime), "
-     "INTERVAL '2' MINUTES)) GROUP BY window_start, window_end", "DISTINCT aggregates over SESSION"),
-    ("SELECT window_start, supplier_id, SUM(price) FROM TABLE(SESSION(TABLE Bid, DESCRIPTOR(bidtime), "
-     "INTERVAL '2' MINUTES)) GROUP BY window_start, window_end, supplier_id", "PARTITION BY keys must be the GROUP BY"),
-    ("SELECT window_start, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(item), INTERVAL '10' MINUTES)) "
-     "GROUP BY window_start, window_end", "must be the rowtime column bidtime of Bid or a processing-time"),
-    (f"SELECT window_start, SUM(price) FROM (SELECT * FROM {WINDOW}, LATERAL TABLE(split(item)) AS T(x)) "
-     "GROUP BY window_start, window_end", "LATERAL TABLE(split)"),
-    ("SET 'table.exec.emit.early-fire.enabled' = 'true';\n"
-     f"SELECT window_start, SUM(price) FROM {WINDOW} GROUP BY window_start, window_end", "early-fire"),
-    (f"SELECT window_start, SUM(price) FROM {WINDOW.replace('Bid', 'Nope')} GROUP BY window_start, window_end",
-     "not declared with CREATE TABLE"),
-    (f"SELECT a.window_start, SUM(a.price) FROM {WINDOW} AS a JOIN Bid b ON a.item = b.item "
-     "GROUP BY a.window_start, a.window_end", "not supported on Spark: a join other than a window join"),
-    ("CREATE VIEW hourly AS SELECT window_time AS t, SUM(price) AS total FROM TABLE(HOP(TABLE Bid, "
-     "DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '60' MINUTES)) GROUP BY window_start, window_end, "
-     "window_time;\nSELECT window_start, MAX(total) FROM TABLE(TUMBLE(TABLE hourly, DESCRIPTOR(t), "
-     "INTERVAL '1' HOUR)) GROUP BY window_start, window_end", "a window over the results of a HOP window"),
-]
 
 
 @pytest.mark.parametrize("sql, message", REFUSED)

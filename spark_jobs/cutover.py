@@ -13,10 +13,11 @@ new version starts with an empty checkpoint of its own and, per pipeline, reads 
   never opened. Offset files Spark has pruned are bounded by the next watermark it kept: watermarks
   only rise, so the bound only loosens.
 
-Only Spark's checkpoint files are read, through any :class:`CheckpointFiles`: the engine reads the
-archive this way at take-over (through Hadoop), and ``stategate check --deployed`` and the Airflow
-gate read the deployed checkpoint the same way before deploying, to say what a take-over would cost
-(:func:`volumes`).
+Only Spark's checkpoint files are read (:mod:`spark_jobs.checkpoint`), through any
+:class:`~spark_jobs.checkpoint.CheckpointFiles`: the engine reads the archive this way at take-over
+(through Hadoop), and ``stategate check --deployed`` and the Airflow gate read the deployed checkpoint
+the same way before deploying, to say what a take-over would cost (:func:`volumes`). Nothing here
+imports PySpark.
 
 A Kafka source is bounded by the same reckoning, on offsets: the new version starts where the last
 batch whose rows all precede ``W - span`` ended (the offset log says where), or, where Spark pruned
@@ -29,14 +30,14 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from dataclasses import dataclass, replace
-from typing import Any, Protocol
+from typing import Any
 
 from stategate.analyzer.build import build
-from stategate.analyzer.layout import watermark_of_offset_log
 from stategate.analyzer.model import IntervalJoin, JobModel, Pipeline
 from stategate.analyzer.report import Report
 from stategate.analyzer.replay import ReplayVolume, continued, kafka_margin_ms, replay_span, same_table, source_of
-from stategate.spark_jobs import RECORD_DIR, query_dir
+from stategate.spark_jobs.checkpoint import (JOB_SQL, Checkpoint, CheckpointFiles, PlannedBatch, QueryLog,
+                                             SourceLogError)
 
 #: The replay policies: re-read what open windows need, everything, or nothing the old version read.
 BOUNDED, FULL, NONE = "bounded", "full", "none"
@@ -45,18 +46,6 @@ REPLAY_POLICIES = (BOUNDED, FULL, NONE)
 
 class TakeOverRefused(RuntimeError):
     """A bounded take-over cannot be honoured; nothing was read or changed."""
-
-
-class CheckpointFiles(Protocol):
-    """Read access to a checkpoint and the files its sources read, by the URIs Spark wrote."""
-
-    def exists(self, uri: str) -> bool: ...
-
-    def list(self, uri: str) -> list[str]: ...
-
-    def read_text(self, uri: str) -> str: ...
-
-    def size(self, uri: str) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -127,6 +116,36 @@ class Cutover:
                 "never read; emits windows ending after the cutover watermark")
 
 
+@dataclass(frozen=True)
+class TakeOver:
+    """A fresh checkpoint's take-over, as recorded beside its state before its first batch: every
+    later start of the checkpoint (a restart after a crash, a retried task) applies the same
+    cutovers, so it never emits a window the archived version emitted, nor reads what the take-over
+    skipped.
+
+    :param archived: the archived checkpoint taken over from
+    :param replay: the replay policy it ran with
+    :param cutovers: each pipeline's cutover, by name
+    """
+
+    archived: str
+    replay: str
+    cutovers: dict[str, Cutover]
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"archived": self.archived, "replay": self.replay,
+                "pipelines": {name: cutover.to_dict() for name, cutover in self.cutovers.items()}}
+
+    @classmethod
+    def recorded(cls, checkpoint: Checkpoint) -> TakeOver | None:
+        """The take-over ``checkpoint`` started with; None if it took over from none."""
+        data = checkpoint.take_over()
+        if data is None:
+            return None
+        return cls(data["archived"], data["replay"],
+                   {name: Cutover.from_dict(name, cut) for name, cut in data["pipelines"].items()})
+
+
 def cutovers(storage: CheckpointFiles, archived: str, model: JobModel, policy: str = BOUNDED) -> dict[str, Cutover]:
     """The cutover of every pipeline of ``model`` that continues one the archived version ran (the
     same sink at the same location, :func:`analyzer.replay.continued`), by name. Any other pipeline
@@ -137,8 +156,8 @@ def cutovers(storage: CheckpointFiles, archived: str, model: JobModel, policy: s
         before = continued(old, model, pipeline)
         if before is None:
             continue
-        found[pipeline.name] = cutover(storage, archived, model, pipeline, _delay(old, before), policy,
-                                       _same_source(old, model, before, pipeline))
+        found[pipeline.name] = _plan(storage, archived, model, pipeline, _delay(old, before), policy,
+                                     _same_source(old, model, before, pipeline))[0]
     return found
 
 
@@ -182,11 +201,12 @@ def with_volumes(report: Report, storage: CheckpointFiles, checkpoint: str, mode
 
 
 def _old_model(storage: CheckpointFiles, checkpoint: str) -> JobModel:
-    record = f"{checkpoint.rstrip('/')}/{RECORD_DIR}/job.sql"
-    if not storage.exists(record):
-        raise TakeOverRefused(f"take-over: {record} is missing, so the SQL that built the checkpoint is "
-                              "unknown; nothing was read or changed. Choose --replay full")
-    return build(storage.read_text(record), source=record)
+    archived = Checkpoint(storage, checkpoint)
+    sql = archived.recorded_sql()
+    if sql is None:
+        raise TakeOverRefused(f"take-over: {archived.record_path(JOB_SQL)} is missing, so the SQL that built the "
+                              "checkpoint is unknown; nothing was read or changed. Choose --replay full")
+    return build(sql, source=archived.record_path(JOB_SQL))
 
 
 def _same_source(old: JobModel, new: JobModel, before: Pipeline, pipeline: Pipeline) -> bool:
@@ -200,27 +220,22 @@ def _delay(model: JobModel, pipeline: Pipeline) -> int:
     return (table.watermark_delay_ms or 0) if table is not None else 0
 
 
-def cutover(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pipeline, old_delay_ms: int,
-            policy: str = BOUNDED, same_source: bool = True) -> Cutover:
-    """The cutover of ``pipeline`` from its query in the archived checkpoint ``archived`` (read only).
+def _plan(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pipeline, old_delay_ms: int,
+          policy: str = BOUNDED, same_source: bool = True) -> tuple[Cutover, dict[str, tuple[int, int]]]:
+    """The cutover of ``pipeline`` from its query in the archived checkpoint ``archived`` (read
+    only), and every file the old version read (by the entry of its source's log).
     ``old_delay_ms`` is the watermark delay the old version ran with: it bounds its files. Without
     ``same_source`` the old version never read the pipeline's source: it is read from its startup
     mode, and only the seam (windows ending after W) is taken over."""
-    return _plan(storage, archived, model, pipeline, old_delay_ms, policy, same_source)[0]
-
-
-def _plan(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pipeline, old_delay_ms: int,
-          policy: str = BOUNDED, same_source: bool = True) -> tuple[Cutover, dict[str, tuple[int, int]]]:
-    """The cutover, and every file the old version read (by the entry of its source's log)."""
-    location = query_dir(archived, pipeline.name)
-    batches = _numbered(storage, f"{location}/commits")
+    query = Checkpoint(storage, archived).query(pipeline.name)
+    location = query.location
+    batches = query.committed()
     if not batches:
         raise TakeOverRefused(f"take-over of {pipeline.name}: {location} has no committed batch; start with a full "
                               "replay (--replay full)")
-    last = max(batches)
-    logs = {n: storage.read_text(f"{location}/offsets/{n}") for n in _numbered(storage, f"{location}/offsets")
-            if n <= last}
-    watermarks = {n: watermark_of_offset_log(text) for n, text in logs.items()}
+    last = batches[-1]
+    logs = query.planned_batches(last)
+    watermarks = {n: planned.watermark_ms for n, planned in logs.items()}
     if watermarks.get(last) is None:
         raise TakeOverRefused(f"take-over of {pipeline.name}: the offset log of batch {last} in {location} has no "
                               "watermark; start with a full replay (--replay full)")
@@ -231,7 +246,7 @@ def _plan(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pi
     if not same_source:
         cutoff = None if w is None or replay.span_ms is None else w - replay.span_ms
         return Cutover(pipeline.name, w, cutoff, (), 0, 0, new_source=True), {}
-    sources = storage.list(f"{location}/sources")
+    sources = query.sources()
     if len(sources) != 1:
         raise TakeOverRefused(f"take-over of {pipeline.name}: a bounded replay reads one source per pipeline, this "
                               f"one read {len(sources)}; choose --replay full or --replay none")
@@ -247,11 +262,11 @@ def _plan(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pi
         after = next((watermarks[n] for n in kept if n > batch), None)
         return cutoff is not None and batch < last and after is not None and after + old_delay_ms < cutoff
 
-    read_up_to = {n: _log_offset(text) for n, text in sorted(logs.items())}
+    read_up_to = {n: planned.file_log_offset() for n, planned in sorted(logs.items())}
     up_to = read_up_to[last]
     if up_to is None:
         return _kafka_cutover(model, pipeline, w, cutoff, logs, last, skippable, location), {}
-    files = _file_log(storage, sources[0], up_to, pipeline.name)
+    files = _file_log(query, sources[0], up_to, pipeline.name)
     skipped = []
     for path, (entry, _) in files.items():
         # The micro-batch that first read the file: the first whose offset reached its log entry
@@ -280,8 +295,8 @@ def _join_cutover(pipeline: Pipeline, w: int | None, span_ms: int | None, policy
     return Cutover(pipeline.name, w, cutoff, (), 0, 0, joined=True)
 
 
-def _kafka_cutover(model: JobModel, pipeline: Pipeline, w: int | None, cutoff: int | None, logs: dict[int, str],
-                   last: int, skippable: Callable[[int], bool], location: str) -> Cutover:
+def _kafka_cutover(model: JobModel, pipeline: Pipeline, w: int | None, cutoff: int | None,
+                   logs: dict[int, PlannedBatch], last: int, skippable: Callable[[int], bool], location: str) -> Cutover:
     """Where the new version's Kafka source starts. Without a cutoff (processing time, or the
     operator's ``none``): at the offsets the old version had read, so nothing is read twice. With
     one: at the end of the last batch whose rows all precede the cutoff (the offset log still holds
@@ -290,7 +305,7 @@ def _kafka_cutover(model: JobModel, pipeline: Pipeline, w: int | None, cutoff: i
     producer's or the broker's clock, not the event time, so it starts a margin earlier
     (``stategate.replay.kafka-margin``) and drops rows before the cutoff by event time. Offsets are
     given for every partition the old version read: a partition added since fails the start."""
-    offsets = {n: read for n, text in logs.items() if (read := _kafka_offsets(text)) is not None}
+    offsets = {n: read for n, planned in logs.items() if (read := planned.kafka_offsets()) is not None}
     latest = offsets.get(last)
     if latest is None:
         raise TakeOverRefused(f"take-over of {pipeline.name}: the offset log of batch {last} in {location} is "
@@ -312,56 +327,19 @@ def _kafka_cutover(model: JobModel, pipeline: Pipeline, w: int | None, cutoff: i
         ("startingOffsetsByTimestampStrategy", "error")))
 
 
-def _kafka_offsets(text: str) -> dict[str, dict[str, int]] | None:
-    """A Kafka source's offsets in one ``offsets/`` file (``{"topic": {"partition": offset}}``)."""
-    lines = text.splitlines()
-    try:
-        found = json.loads(lines[2])
-        return {str(topic): {str(p): int(o) for p, o in partitions.items()} for topic, partitions in found.items()}
-    except (IndexError, ValueError, TypeError, AttributeError):
-        return None
-
-
 def _starting(offsets: dict[str, dict[str, int]]) -> tuple[tuple[str, str], ...]:
     return (("startingOffsets", json.dumps(offsets, sort_keys=True)),)
 
 
-def _numbered(storage: CheckpointFiles, folder: str) -> list[int]:
-    names = (p.rsplit("/", 1)[-1] for p in storage.list(folder))
-    return [int(name) for name in names if name.isdigit()]
-
-
-def _log_offset(text: str) -> int | None:
-    """How far in its own log a file source had read when a batch ran: the source's line of one
-    ``offsets/`` file (``v1``, the batch metadata, then ``{"logOffset": n}``)."""
-    lines = text.splitlines()
+def _file_log(query: QueryLog, source: str, up_to: int, pipeline: str) -> dict[str, tuple[int, int]]:
+    """Each file the source read (up to its log entry ``up_to``): the entry that lists it and its
+    modification time. The log numbers its entries itself: only batches that found new files add
+    one, so an entry is not a micro-batch number (the offset log maps one to the other)."""
     try:
-        return int(json.loads(lines[2])["logOffset"])
-    except (IndexError, ValueError, KeyError, TypeError):
-        return None
-
-
-def _file_log(storage: CheckpointFiles, folder: str, up_to: int, pipeline: str) -> dict[str, tuple[int, int]]:
-    """Each file the source read: the entry of the source's own log that lists it (up to entry
-    ``up_to``) and its modification time. (Spark's file source log: one JSON line per file after
-    ``v1``; ``<n>.compact`` files hold the earlier ones.) The log numbers its entries itself: only
-    batches that found new files add one, so an entry is not a micro-batch number (the offset log
-    maps one to the other)."""
-    found: dict[str, tuple[int, int]] = {}
-    for log_file in storage.list(folder):
-        name = log_file.rsplit("/", 1)[-1]
-        if not name.removesuffix(".compact").isdigit():
-            continue
-        for line in storage.read_text(log_file).splitlines()[1:]:
-            try:
-                record = json.loads(line)
-                path, entry, mtime = record["path"], int(record["batchId"]), int(record["timestamp"])
-            except (ValueError, KeyError, TypeError):
-                raise TakeOverRefused(f"take-over of {pipeline}: {log_file} is not a file source's log (a Kafka "
-                                      "source cannot be bounded here yet); choose --replay full") from None
-            if entry <= up_to and (path not in found or entry < found[path][0]):
-                found[path] = (entry, mtime)
-    return found
+        return query.source_files(source, up_to)
+    except SourceLogError as error:
+        raise TakeOverRefused(f"take-over of {pipeline}: {error} (a Kafka source cannot be bounded here yet); "
+                              "choose --replay full") from None
 
 
 def _entries(files: dict[str, tuple[int, int]]) -> tuple[tuple[str, int], ...]:

@@ -1,0 +1,109 @@
+"""The aggregates the engine runs, as one table: what each keeps in state and how that state merges.
+
+As Spark's ``DeclarativeAggregate`` and Flink's ``AggregateFunction`` keep an aggregate's buffer and
+its merge together, each entry here says, per value family of the argument, which state fields
+the aggregate holds and the aggregate function that fills each from input rows; :data:`MERGE` says
+how two partial states of a field become one (the slices of a HOP or CUMULATE window, sessions
+that merge). A DISTINCT aggregate keeps the set of its values, whatever its function.
+
+Everything that needs to know an aggregate reads it here: the state layout (which fields a slot
+shape has, :mod:`analyzer.layout`), what the engine can run (:mod:`analyzer.runnable`) and the
+engine's buffer, slice assembly and results (:mod:`spark_jobs.state`). The table is plain data, so
+the analyzer and the Airflow gate read it without PySpark.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+from typing import Mapping
+
+from stategate.analyzer.value_types import Family
+
+
+class Pool(str, Enum):
+    """The kinds of slot a buffer has, by what their fields hold: counts, sums and MIN/MAX of
+    numbers and times (plain), MIN/MAX of text (text: a string field stops Spark's hash aggregation,
+    so only jobs that need one pay for it) and sets of values (distinct)."""
+
+    PLAIN = "plain"
+    TEXT = "text"
+    DISTINCT = "distinct"
+
+
+@dataclass(frozen=True)
+class Field:
+    """A kind of state field. A slot's field is named by the stem and the slot's number (``x2``).
+
+    :param stem: the name stem
+    :param sql_type: the type it keeps (``decimal`` at the scale of its slot's shape)
+    :param idle: the aggregate function filling it while no aggregate holds it (a guard that never
+        holds keeps it empty)
+    :param pool: the pool of the slots that have it
+    """
+
+    stem: str
+    sql_type: str
+    idle: str
+    pool: Pool
+
+
+COUNTED = Field("c", "int", "count", Pool.PLAIN)
+EXACT_SUM = Field("x", "decimal", "sum", Pool.PLAIN)
+FLOATING_VALUE = Field("d", "double", "sum", Pool.PLAIN)
+EXACT_EXTREME = Field("o", "decimal", "max", Pool.PLAIN)  # exact numbers, and times as microseconds
+TEXT_EXTREME = Field("s", "string", "max", Pool.TEXT)
+VALUES = Field("dv", "string", "collect_set", Pool.DISTINCT)
+#: Every kind of field, in the order a slot's fields stand in the buffer.
+FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES)
+
+#: How two partial states of a field become one, by the function that filled it (``union``: the
+#: distinct values of both sets).
+MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", "min": "min", "max": "max", "collect_set": "union"}
+
+#: A state: each field with the aggregate function that fills it from input rows.
+State = tuple[tuple[Field, str], ...]
+
+
+@dataclass(frozen=True)
+class AggregateFunction:
+    """One aggregate the engine runs.
+
+    :param name: its SQL name
+    :param state: per value family of its argument, the state it keeps (``None``: whatever the family)
+    """
+
+    name: str
+    state: Mapping[Family | None, State]
+
+    def state_of(self, family: Family | None) -> State | None:
+        """The state it keeps over values of ``family``; None where it takes no such argument."""
+        return self.state.get(None) or (self.state.get(family) if family is not None else None)
+
+
+def _extreme(name: str, function: str) -> AggregateFunction:
+    return AggregateFunction(name, {Family.EXACT: ((EXACT_EXTREME, function),),
+                                    Family.TIME: ((EXACT_EXTREME, function),),
+                                    Family.FLOATING: ((FLOATING_VALUE, function),),
+                                    Family.TEXT: ((TEXT_EXTREME, function),)})
+
+
+AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
+    AggregateFunction("COUNT", {None: ((COUNTED, "count"),)}),
+    AggregateFunction("SUM", {Family.EXACT: ((EXACT_SUM, "sum"),), Family.FLOATING: ((FLOATING_VALUE, "sum"),)}),
+    _extreme("MIN", "min"),
+    _extreme("MAX", "max"),
+    AggregateFunction("AVG", {Family.EXACT: ((COUNTED, "count"), (EXACT_SUM, "sum")),
+                              Family.FLOATING: ((COUNTED, "count"), (FLOATING_VALUE, "sum"))}),
+)}
+
+
+def state_of(function: str, family: Family | None, distinct: bool) -> State:
+    """The state an aggregate keeps: the set of its values if DISTINCT, else its table entry's.
+    Raises KeyError for an aggregate the engine does not run over ``family``."""
+    if distinct:
+        return ((VALUES, "collect_set"),)
+    found = AGGREGATES[function].state_of(family)
+    if found is None:
+        raise KeyError(f"{function} over {family}")
+    return found

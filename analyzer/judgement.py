@@ -1,0 +1,114 @@
+"""The judgement of a deployed state against new SQL: whether it can restart, and on what layout.
+
+Three callers decide a redeploy, each having read the deployed job its own way: the checkpoint
+guard (the job on start, from the ``_stategate`` record beside its state), the deployment hook
+(the Airflow gate, from the job root) and ``stategate check --deployed`` (through the hook). They
+all hand what they read to :func:`judge` and act on its answer, so the three never disagree and
+the layout is planned once per judgement:
+
+* nothing deployed, or no state: a first deploy, fresh layout;
+* state of unknown origin (no recorded SQL, or SQL that no longer parses): UNKNOWN, and no
+  layout: nothing can restart on it;
+* otherwise the two versions' report (:func:`analyzer.compare.compare_models`) and whether the new
+  aggregates fit the state as laid out (:mod:`analyzer.layout`): the evolved layout a restart
+  runs with, or the finding that says why none fits (INCOMPATIBLE: the state must be cleared).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping
+
+from stategate.analyzer.build import build
+from stategate.analyzer.compare import compare_models
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
+from stategate.analyzer.model import JobModel
+from stategate.analyzer.report import Finding, Report, Verdict
+
+#: Rule ids of the judgement's own findings.
+NO_RECORD, RECORD_UNREADABLE = "stategate.no-record", "stategate.record-unreadable"
+LAYOUT_OLD, LAYOUT_NO_ROOM = "stategate.layout.old", "stategate.layout.no-room"
+
+
+@dataclass(frozen=True)
+class Deployed:
+    """What a deployed job left, as its caller read it.
+
+    :param model: the model of the SQL the state was built by; None where that is unknown
+    :param signature: the state layout recorded with the state (``analyzer.signature``); None or
+        ``{}``: none recorded, a state from before layouts
+    :param watermarks: each pipeline's watermark in the checkpoint (which retired slots are free)
+    :param holds_state: whether Spark's state is there at all
+    :param unknown: why ``model`` is unknown, as the finding the report carries
+    """
+
+    model: JobModel | None
+    signature: Mapping[str, Any] | None = None
+    watermarks: Mapping[str, int | None] = field(default_factory=dict)
+    holds_state: bool = True
+    unknown: Finding | None = None
+
+    @classmethod
+    def recorded(cls, sql: str | None, source: str, signature: Mapping[str, Any] | None,
+                 watermarks: Mapping[str, int | None], holds_state: bool = True,
+                 missing: str = "the SQL that built it is unknown") -> Deployed:
+        """From the recorded SQL text (None: no record; ``missing`` says where it was looked for).
+        A record that no longer parses is judged as state of unknown origin, with the parser's error."""
+        if sql is None:
+            return cls(None, signature, watermarks, holds_state, Finding(NO_RECORD, Verdict.UNKNOWN, missing))
+        try:
+            return cls(build(sql, source=source), signature, watermarks, holds_state)
+        except SQLModelError as error:
+            return cls(None, signature, watermarks, holds_state,
+                       Finding(RECORD_UNREADABLE, Verdict.UNKNOWN, f"the deployed SQL no longer parses: {error}"))
+
+
+@dataclass(frozen=True)
+class Judgement:
+    """The answer for a redeploy.
+
+    :param report: the change's report; None for a first deploy (nothing deployed, or no state)
+    :param layout: the layout the new version runs with: the deployed one evolved on a restart, a
+        fresh one on a first deploy; None where the state cannot be restarted (its report says why)
+    :param first_deploy: why there is nothing to compare with
+    """
+
+    report: Report | None
+    layout: JobLayout | None
+    first_deploy: str = ""
+
+    @property
+    def verdict(self) -> Verdict | None:
+        return self.report.verdict if self.report is not None else None
+
+
+def judge(new: JobModel, deployed: Deployed | None) -> Judgement:
+    """The new SQL's model against what is deployed: the report, and the layout a restart runs with."""
+    if deployed is None:
+        return Judgement(None, plan(new), "no deployed version")
+    if not deployed.holds_state:
+        return Judgement(None, plan(new), "the deployed version holds no state")
+    if deployed.model is None:
+        assert deployed.unknown is not None, "a deployed state without a model says why"
+        return Judgement(Report((deployed.unknown,)), None)
+    report = compare_models(deployed.model, new)
+    layout, findings = _layout(new, JobLayout.from_signature(deployed.signature or {}), deployed.watermarks)
+    return Judgement(report.with_findings(findings), layout)
+
+
+def _layout(new: JobModel, deployed: JobLayout,
+            watermarks: Mapping[str, int | None]) -> tuple[JobLayout | None, list[Finding]]:
+    """The deployed layout evolved to the new SQL's aggregates, or the finding that says why the
+    state as laid out cannot take them."""
+    if deployed.name != LAYOUT:
+        return None, [Finding(LAYOUT_OLD, Verdict.INCOMPATIBLE,
+                              f"the state was written with layout {deployed.name}; this stategate reads "
+                              f"{LAYOUT} only: archive the checkpoint and start fresh (nothing was deleted)",
+                              deployed.name, LAYOUT)]
+    try:
+        return plan(new, deployed, watermarks), []
+    except NoRoom as error:
+        return None, [Finding(LAYOUT_NO_ROOM, Verdict.INCOMPATIBLE,
+                              f"the change does not fit the recorded state layout: {error}; clear the state "
+                              "(a fresh start sizes the buffer anew; SET 'stategate.state.slots' leaves room)")]

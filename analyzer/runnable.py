@@ -1,0 +1,293 @@
+"""What the Spark engine runs, decided from the job model alone.
+
+The job compiles a pipeline only once it passes here (:func:`check_pipeline`), and the Airflow gate
+asks the same of the whole script (:func:`check_runnable`) before anything changes: SQL the engine
+cannot run is refused with the message the job would give, at the place of the construct
+(file:line:col where the parser saw it, else the statement's line), before a redeploy stops,
+archives or restarts anything. Two levels:
+
+* :func:`check_constructs`: the windows, aggregates and joins the engine's operators run, whatever
+  the script declares. ``stategate check OLD NEW`` asks this much (its scripts may be fragments
+  that declare no tables);
+* :func:`check_runnable`: a job that can be deployed: every table read declared with a watermark,
+  connectors, formats, options and types the engine reads and writes, a sink per pipeline. The gate
+  and ``stategate check --deployed`` ask this.
+
+The engine's vocabulary lives here for the same reason: its connectors and formats, the Flink
+types it maps to Spark's (:func:`spark_type`) and the aggregates it runs (:mod:`analyzer.aggregates`).
+No PySpark is imported.
+
+What only Spark's own types can tell (an argument typed by a function the analyzer does not know)
+is checked again when the job compiles, against the types Spark gives.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Callable
+
+from sqlglot import exp
+
+from stategate.analyzer.aggregates import AGGREGATES
+from stategate.analyzer.dialect import Flink
+from stategate.analyzer.errors import SQLModelError
+from stategate.analyzer.model import (Aggregate, IntervalJoin, JobModel, Pipeline, Table, TimeKind, Window,
+                                      WindowAggregate, WindowJoin, WindowOperator, sql_key)
+from stategate.analyzer.scope import time_attribute, window_field_of
+from stategate.analyzer.value_types import family
+from stategate.analyzer.windows import Session, SharedKind
+
+FILESYSTEM, PRINT, KAFKA = "filesystem", "print", "kafka"
+CONNECTORS = (FILESYSTEM, PRINT, KAFKA)
+FILE_FORMATS = ("csv", "json", "parquet")
+KAFKA_FORMATS = ("json", "csv")
+#: Spark settings every job runs with, whatever it sets: Flink's TIMESTAMP has no zone (values are
+#: read and written unchanged), and a restart must be checked against the state's schema.
+FIXED_SETTINGS = {"spark.sql.session.timeZone": "UTC", "spark.sql.streaming.stateStore.stateSchemaCheck": "true"}
+#: Flink's simple types and the Spark type each is read and written as.
+_SIMPLE_TYPES = {
+    "STRING": "STRING", "BOOLEAN": "BOOLEAN", "TINYINT": "TINYINT", "SMALLINT": "SMALLINT",
+    "INT": "INT", "INTEGER": "INT", "BIGINT": "BIGINT", "FLOAT": "FLOAT", "DOUBLE": "DOUBLE",
+    "DATE": "DATE", "BYTES": "BINARY",
+}
+
+
+def check_constructs(model: JobModel) -> None:
+    """Raise :class:`SQLModelError` for the first setting, window, aggregate or join of ``model`` the
+    engine cannot run, naming it and its place."""
+    check_settings(model)
+    for pipeline in model.pipelines:
+        _located(model, pipeline, _check_constructs)
+
+
+def check_runnable(model: JobModel) -> None:
+    """Raise :class:`SQLModelError` for the first construct of ``model`` the engine cannot run as a
+    deployed job, naming it and its place."""
+    check_settings(model)
+    for pipeline in model.pipelines:
+        if pipeline.sink is None:
+            raise SQLModelError("a bare SELECT has no sink: a deployed job writes with INSERT INTO",
+                                source=model.source, line=pipeline.line, clause=pipeline.name)
+        check_pipeline(model, pipeline)
+
+
+def check_pipeline(model: JobModel, pipeline: Pipeline) -> None:
+    """Raise :class:`SQLModelError` for the first construct of ``pipeline`` the engine cannot run:
+    its operators, the tables it reads and the sink it writes (where it has one)."""
+    _located(model, pipeline, _check_constructs)
+    _located(model, pipeline, _check_tables)
+
+
+def check_settings(model: JobModel) -> None:
+    """Refuse a ``SET`` of a Spark setting the engine fixes for Flink's semantics. (Whether Spark
+    takes a setting at run time only a session can say: the job asks it when it starts.)"""
+    for key, value in model.settings.items():
+        if key in FIXED_SETTINGS:
+            raise SQLModelError(f"SET '{key}' = '{value}': stategate runs every job with {key} = "
+                                f"{FIXED_SETTINGS[key]}, which Flink's semantics need", source=model.source,
+                                clause="SET")
+
+
+def _located(model: JobModel, pipeline: Pipeline, check: Callable[[JobModel, Pipeline], None]) -> None:
+    try:
+        check(model, pipeline)
+    except SQLModelError as error:
+        raise SQLModelError(error.message, source=model.source, line=error.line or pipeline.line, col=error.col,
+                            clause=error.clause or pipeline.name) from None
+
+
+def _check_constructs(model: JobModel, pipeline: Pipeline) -> None:
+    if pipeline.unsupported:
+        raise SQLModelError(f"not supported on Spark: {pipeline.unsupported[0]}")
+    if pipeline.joins and pipeline.join is None:
+        raise SQLModelError("not supported on Spark: a join other than a window join (window aggregations of one "
+                            "window, joined on window_start and window_end) or an interval join (a stream and window "
+                            f"results, on a range of its event time around a window attribute): {pipeline.joins[0][:80]}")
+    if model.emit_enabled():
+        raise SQLModelError("early-fire / late-fire (table.exec.emit.*) is not supported on Spark")
+    if not pipeline.stages():
+        raise SQLModelError("the query has no window aggregation; stategate runs window aggregations")
+    for stage in pipeline.stages():
+        _check_stage(model, pipeline, stage)
+    if isinstance(pipeline.join, IntervalJoin):
+        _check_interval_join(pipeline.join)
+
+
+def _check_tables(model: JobModel, pipeline: Pipeline) -> None:
+    """The tables a pipeline reads (with the window that reads each) and the sink it writes."""
+    for stage in pipeline.stages():
+        if stage.window is not None and not isinstance(stage.source, WindowAggregate):
+            _check_source(model, stage.source, stage.window)
+    if isinstance(pipeline.join, IntervalJoin):
+        _check_source(model, pipeline.join.stream.table, None)
+    if pipeline.sink is not None:
+        _check_sink(model, pipeline)
+
+
+def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) -> None:
+    window = stage.window
+    if window is None and isinstance(pipeline.join, WindowJoin) and stage.per_window:
+        return  # the windows it reads, aggregated in their micro-batch: no state of its own
+    if window is None:
+        raise SQLModelError("GROUP BY without a window is not supported (its state never expires)")
+    if stage.udtfs:
+        raise SQLModelError(f"table function LATERAL TABLE({stage.udtfs[0]}) is not supported on Spark")
+    if stage.between:
+        clause = stage.between[0]
+        raise SQLModelError(f"a {clause.kind.value} on window attributes before GROUP BY is not supported: "
+                            f"{clause.value.written}")
+    # Spark merges sessions per grouping key. A legacy GROUP BY SESSION(...) means exactly that;
+    # a SESSION TVF merges per PARTITION BY key, so those must be the GROUP BY keys.
+    plain_keys = [k.value.key for k in stage.group_keys if not k.is_window]
+    if isinstance(window.shape, Session) and window.operator is WindowOperator.TVF \
+            and [k.key for k in window.partition_keys] != plain_keys:
+        raise SQLModelError("SESSION PARTITION BY keys must be the GROUP BY keys, in the same order")
+    for aggregate in stage.aggregates:
+        _check_aggregate(model, aggregate, window)
+    upstream = stage.source.window if isinstance(stage.source, WindowAggregate) else None
+    if upstream is not None and isinstance(upstream.shape, SharedKind):
+        raise SQLModelError(f"a window over the results of a {upstream.kind} window is not supported on Spark "
+                            "(its windows are assembled per micro-batch)")
+
+
+def _check_aggregate(model: JobModel, aggregate: Aggregate, window: Window) -> None:
+    """An aggregate the engine runs: in the table, of one argument, over a family it takes."""
+    line, col = position(aggregate.expr)
+    if aggregate.user_defined:
+        raise SQLModelError(f"user-defined aggregate {aggregate.written} cannot run on Spark here", line=line, col=col)
+    function = AGGREGATES.get(aggregate.function)
+    if function is None:
+        raise SQLModelError(f"aggregate {aggregate.written} is not supported (supported: {', '.join(AGGREGATES)})",
+                            line=line, col=col)
+    if len(aggregate.args) > 1:
+        raise SQLModelError(f"aggregate {aggregate.written} takes one argument", line=line, col=col)
+    if aggregate.distinct and isinstance(window.shape, Session):
+        raise SQLModelError(f"{aggregate.written}: DISTINCT aggregates over SESSION windows are not supported",
+                            line=line, col=col)
+    found = family(model, aggregate.args[0].expr) if aggregate.args else None
+    if found is not None and function.state_of(found) is None:
+        raise SQLModelError(f"{aggregate.written}: {aggregate.function} over {found.described} is not supported",
+                            line=line, col=col)
+
+
+def _check_source(model: JobModel, name: str, window: Window | None) -> None:
+    """A table read as a stream: declared, with a watermark for event time, in a connector and
+    format the engine reads."""
+    table = declared(model, name)
+    if window is None or window.time_kind is not TimeKind.PROCTIME:
+        rowtime = time_attribute(table)
+        if table.rowtime is None or rowtime is None or table.watermark_delay_ms is None:
+            raise SQLModelError(f"table {name} needs WATERMARK FOR <column> AS <column> - INTERVAL '...' "
+                                "for event-time windows and joins", line=table.line)
+        if window is not None and window.time_attr.key != sql_key(rowtime):
+            raise SQLModelError(f"window time attribute {window.time_attr.written} must be the rowtime column "
+                                f"{table.rowtime} of {table.name} or a processing-time attribute (PROCTIME())")
+    kind = connector(table)
+    if kind == PRINT:
+        raise SQLModelError(f"table {table.name}: the print connector cannot be read", line=table.line)
+    file_format(table, FILE_FORMATS if kind == FILESYSTEM else KAFKA_FORMATS)
+    option(table, "path" if kind == FILESYSTEM else "properties.bootstrap.servers")
+    if kind == KAFKA:
+        option(table, "topic")
+    for column in table.columns:
+        if column.computed is None:
+            spark_type(column.type, column.name, table.name)
+
+
+def _check_interval_join(join: IntervalJoin) -> None:
+    aggregate = join.window.aggregate
+    window = aggregate.window
+    field = window_field_of(next(o for o in aggregate.outputs if o.name == join.bound).value.expr)
+    if window is not None and field == "window_start" and window.shape.span_ms is None:
+        raise SQLModelError(f"an interval join around {join.bound} of a {window.kind} window: its "
+                            "windows have no fixed length (use window_end)")
+
+
+def _check_sink(model: JobModel, pipeline: Pipeline) -> None:
+    table = model.tables.get(pipeline.sink or "")
+    if table is None:
+        raise SQLModelError(f"INSERT INTO {pipeline.sink}: the sink table is not declared")
+    sink_types(table, len(pipeline.outputs))
+    kind = connector(table)
+    if kind == FILESYSTEM:
+        file_format(table, FILE_FORMATS)
+        option(table, "path")
+        if table.partition_keys:
+            raise SQLModelError(f"table {table.name}: a PARTITIONED BY sink is not supported on Spark (a "
+                                "micro-batch's files are renamed into one directory); drop PARTITIONED BY",
+                                line=table.line)
+    elif kind == KAFKA:
+        file_format(table, KAFKA_FORMATS)
+        option(table, "properties.bootstrap.servers")
+        option(table, "topic")
+
+
+def declared(model: JobModel, name: str) -> Table:
+    table = model.tables.get(name)
+    if table is None:
+        raise SQLModelError(f"table {name} is read but not declared with CREATE TABLE")
+    return table
+
+
+def sink_types(sink: Table, width: int) -> list[tuple[str, str]]:
+    """The sink's column names and Spark types, which the query's columns are cast to."""
+    if not sink.columns:
+        return []
+    physical = [c for c in sink.columns if c.computed is None]
+    if len(physical) != width:
+        raise SQLModelError(f"INSERT INTO {sink.name}: the query has {width} columns, the table {len(physical)}")
+    return [(c.name, spark_type(c.type, c.name, sink.name)) for c in physical]
+
+
+def spark_type(flink_type: str | None, column: str, table: str) -> str:
+    """Flink DDL type → Spark DDL type."""
+    if not flink_type:
+        raise SQLModelError(f"column {table}.{column} has no type")
+    text = re.sub(r"\s+NOT NULL$", "", flink_type.upper())
+    if text in _SIMPLE_TYPES:
+        return _SIMPLE_TYPES[text]
+    if text.startswith(("VARCHAR", "CHAR", "TEXT")):
+        return "STRING"
+    if text.startswith(("DECIMAL", "NUMERIC")):
+        return text.replace("NUMERIC", "DECIMAL")
+    if text.startswith(("TIMESTAMP", "DATETIME")):
+        # Flink TIMESTAMP(3) is wall-clock time; the job session runs in UTC, so values are unchanged.
+        return "TIMESTAMP"
+    if text.startswith("ROW"):  # a nested row: a struct of its fields, each typed by these rules
+        fields = exp.DataType.build(flink_type, dialect=Flink).expressions
+        return "STRUCT<" + ", ".join(
+            f"`{f.name}`: {spark_type(f.args['kind'].sql(dialect=Flink), f'{column}.{f.name}', table)}"
+            for f in fields) + ">"
+    raise SQLModelError(f"column {table}.{column}: type {flink_type} is not supported on Spark")
+
+
+def option(table: Table, key: str) -> str:
+    value = table.options.get(key)
+    if value is None:
+        raise SQLModelError(f"table {table.name} needs the option '{key}'", line=table.line)
+    return value
+
+
+def file_format(table: Table, allowed: tuple[str, ...]) -> str:
+    fmt = option(table, "format")
+    if fmt not in allowed:
+        raise SQLModelError(f"table {table.name}: format '{fmt}' is not supported (use {', '.join(allowed)})",
+                            line=table.line)
+    return fmt
+
+
+def connector(table: Table) -> str:
+    name = option(table, "connector")
+    if name not in CONNECTORS:
+        raise SQLModelError(f"table {table.name}: connector '{name}' is not supported "
+                            f"(use {', '.join(CONNECTORS[:-1])} or {CONNECTORS[-1]})", line=table.line)
+    return name
+
+
+def position(node: exp.Expr | None) -> tuple[int | None, int | None]:
+    """Where the parser saw ``node``: its line and first column (None where it kept none)."""
+    meta = node.meta if node is not None else {}
+    line, col, start, end = (meta.get(key) for key in ("line", "col", "start", "end"))
+    if line is None or col is None:
+        return None, None
+    return line, col - (end - start) if start is not None and end is not None else col

@@ -1,0 +1,270 @@
+"""A job's checkpoint on disk: Spark's own logs and the record stategate keeps beside them.
+
+::
+
+    <checkpoint>/<query>/offsets/<batch>      a planned micro-batch: its watermark, its time, each source's offset
+    <checkpoint>/<query>/commits/<batch>      a committed micro-batch
+    <checkpoint>/<query>/sources/<n>/<entry>  a file source's own log: the files it read, by entry
+    <checkpoint>/<query>/state/               the state store (Spark's alone)
+    <checkpoint>/_stategate/job.sql           the SQL the state was built by
+    <checkpoint>/_stategate/signature.json    the state it implies (``analyzer.signature``)
+    <checkpoint>/_stategate/take-over.json    the archive a fresh checkpoint took over from
+
+One query per pipeline, in a directory named after it (:func:`query_dir`). Every reader of these
+files reads them here: the job through Hadoop (``spark_jobs.storage.HadoopStorage``), the Airflow
+gate and ``stategate check --deployed`` through the job root (``provider.deployment.checkpoint``).
+So this module imports no PySpark: it reads and writes through a :class:`CheckpointFiles`, by the
+URIs Spark wrote.
+
+Spark's log files are a version line (``v1``) and JSON: an offset file has the batch's metadata on
+its second line (``batchWatermarkMs``, ``batchTimestampMs``) and then one line per source (a file
+source's ``{"logOffset": n}``, a Kafka source's ``{"topic": {"partition": offset}}``); a file source's
+log has one JSON line per file read (``path``, ``timestamp``, ``batchId``, which is the log's own
+entry number, not a micro-batch), with ``<n>.compact`` files holding the earlier entries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+#: Beside Spark's files in every checkpoint: stategate's own record.
+RECORD_DIR = "_stategate"
+#: The record's files: the SQL the state was built by, the state layout it implies, and the
+#: archive a fresh checkpoint took over from.
+JOB_SQL, SIGNATURE, TAKE_OVER = "job.sql", "signature.json", "take-over.json"
+#: Spark's logs in a query's checkpoint directory.
+OFFSETS, COMMITS, SOURCES = "offsets", "commits", "sources"
+#: The version line of Spark's log files.
+LOG_VERSION = "v1"
+
+
+class CheckpointFiles(Protocol):
+    """Read access to a checkpoint and to the files its sources read, by the URIs Spark wrote."""
+
+    def exists(self, uri: str) -> bool: ...
+
+    def list(self, uri: str) -> list[str]: ...
+
+    def read_text(self, uri: str) -> str: ...
+
+    def size(self, uri: str) -> int: ...
+
+
+class WritableFiles(CheckpointFiles, Protocol):
+    """What the job itself does beside its state: write a file whole (readers see the old or the
+    new text) and make a directory."""
+
+    def write_text(self, uri: str, text: str) -> None: ...
+
+    def mkdirs(self, uri: str) -> None: ...
+
+
+def query_dir_name(pipeline: str) -> str:
+    """The directory, under a job's checkpoint, of the streaming query of one pipeline."""
+    return re.sub(r"[^A-Za-z0-9_.#-]", "_", pipeline)
+
+
+def query_dir(checkpoint: str, pipeline: str) -> str:
+    """Where the streaming query of a pipeline keeps its checkpoint."""
+    return f"{checkpoint.rstrip('/')}/{query_dir_name(pipeline)}"
+
+
+def name_of(uri: str) -> str:
+    """The last component of a URI (a listing gives full URIs)."""
+    return uri.rstrip("/").rsplit("/", 1)[-1]
+
+
+@dataclass(frozen=True)
+class PlannedBatch:
+    """One file of a query's offset log: what Spark planned for a micro-batch.
+
+    :param batch: the micro-batch
+    :param watermark_ms: the event-time watermark the batch evicted with
+    :param sources: each source's offset, as the JSON text Spark wrote (in the query's source order)
+    """
+
+    batch: int
+    watermark_ms: int | None
+    sources: tuple[str, ...]
+
+    @classmethod
+    def parse(cls, batch: int, text: str) -> PlannedBatch:
+        lines = text.splitlines()
+        watermark = None
+        if len(lines) >= 2:
+            try:
+                watermark = int(json.loads(lines[1]).get("batchWatermarkMs"))
+            except (ValueError, TypeError, AttributeError):
+                watermark = None
+        return cls(batch, watermark, tuple(lines[2:]))
+
+    def file_log_offset(self) -> int | None:
+        """How far into its own log a file source had read (its only source's ``logOffset``)."""
+        try:
+            return int(json.loads(self.sources[0])["logOffset"])
+        except (IndexError, ValueError, KeyError, TypeError):
+            return None
+
+    def kafka_offsets(self) -> dict[str, dict[str, int]] | None:
+        """A Kafka source's offsets (``{"topic": {"partition": offset}}``); None for another source."""
+        try:
+            found = json.loads(self.sources[0])
+            return {str(topic): {str(p): int(o) for p, o in partitions.items()}
+                    for topic, partitions in found.items()}
+        except (IndexError, ValueError, TypeError, AttributeError):
+            return None
+
+
+class SourceLogError(ValueError):
+    """A file of a source's log is not a file source's log (another source wrote it)."""
+
+
+@dataclass(frozen=True)
+class QueryLog:
+    """The checkpoint of one streaming query (one pipeline): its offset, commit and source logs."""
+
+    files: CheckpointFiles
+    location: str
+
+    def planned(self) -> list[int]:
+        """The micro-batches the offset log still holds (Spark prunes old ones), in order."""
+        return self._numbered(OFFSETS)
+
+    def committed(self) -> list[int]:
+        """The micro-batches the commit log still holds, in order."""
+        return self._numbered(COMMITS)
+
+    def batch(self, batch: int) -> PlannedBatch | None:
+        """What Spark planned for ``batch``; None where the offset log does not hold it."""
+        path = f"{self.location}/{OFFSETS}/{batch}"
+        if batch < 0 or not self.files.exists(path):
+            return None
+        return PlannedBatch.parse(batch, self.files.read_text(path))
+
+    def planned_batches(self, last: int) -> dict[int, PlannedBatch]:
+        """Every micro-batch up to ``last`` that the offset log still holds, each file read once."""
+        return {n: PlannedBatch.parse(n, self.files.read_text(f"{self.location}/{OFFSETS}/{n}"))
+                for n in self.planned() if n <= last}
+
+    def watermark(self, batch: int) -> int | None:
+        """The watermark ``batch`` evicted with (ms); None before the first batch."""
+        planned = self.batch(batch)
+        return planned.watermark_ms if planned is not None else None
+
+    def last_watermark(self) -> int | None:
+        """The watermark of the last planned batch: where the query's state stands."""
+        planned = self.planned()
+        return self.watermark(planned[-1]) if planned else None
+
+    def sources(self) -> list[str]:
+        """The directories of the query's source logs (a file source keeps one)."""
+        return self.files.list(f"{self.location}/{SOURCES}")
+
+    def source_files(self, source: str, up_to: int) -> dict[str, tuple[int, int]]:
+        """Each file the source at ``source`` read up to its log entry ``up_to``: the entry that
+        first lists it and its modification time. Raises :class:`SourceLogError` where a line is
+        not a file source's."""
+        found: dict[str, tuple[int, int]] = {}
+        for log_file in self.files.list(source):
+            if not name_of(log_file).removesuffix(".compact").isdigit():
+                continue
+            for line in self.files.read_text(log_file).splitlines()[1:]:
+                try:
+                    record = json.loads(line)
+                    path, entry, mtime = record["path"], int(record["batchId"]), int(record["timestamp"])
+                except (ValueError, KeyError, TypeError):
+                    raise SourceLogError(f"{log_file} is not a file source's log") from None
+                if entry <= up_to and (path not in found or entry < found[path][0]):
+                    found[path] = (entry, mtime)
+        return found
+
+    def first_source_entry(self) -> str:
+        """The first entry of the query's only source's log (``sources/0/0``)."""
+        return f"{self.location}/{SOURCES}/0/0"
+
+    def _numbered(self, log: str) -> list[int]:
+        names = (name_of(p) for p in self.files.list(f"{self.location}/{log}"))
+        return sorted(int(name) for name in names if name.isdigit())
+
+
+def source_log_entry(files: list[tuple[str, int]], entry: int = 0) -> str:
+    """A file source's log entry listing ``files`` (path, modification time): what Spark writes
+    when its source reads them, and what a take-over writes to count them as read."""
+    return "\n".join((LOG_VERSION, *(json.dumps({"path": path, "timestamp": mtime, "batchId": entry})
+                                     for path, mtime in files)))
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A job's checkpoint: one query per pipeline, and stategate's record beside them."""
+
+    files: CheckpointFiles
+    uri: str
+
+    def query(self, pipeline: str) -> QueryLog:
+        return QueryLog(self.files, query_dir(self.uri, pipeline))
+
+    def record_path(self, name: str = "") -> str:
+        """``_stategate/<name>`` in this checkpoint (the directory itself without a name)."""
+        return f"{self.uri.rstrip('/')}/{RECORD_DIR}" + (f"/{name}" if name else "")
+
+    def holds_state(self) -> bool:
+        """Whether Spark has written anything here. A record alone (a job stopped before its
+        queries started) is no state: a fresh start may replace it."""
+        return any(name_of(entry) != RECORD_DIR for entry in self.files.list(self.uri))
+
+    def watermarks(self, pipelines: list[str]) -> dict[str, int | None]:
+        """Each pipeline's watermark as its last planned batch left it."""
+        return {pipeline: self.query(pipeline).last_watermark() for pipeline in pipelines}
+
+    def recorded_sql(self) -> str | None:
+        """The SQL the state was built by; None where no stategate record is here."""
+        return self._read(JOB_SQL)
+
+    def signature(self) -> dict[str, Any] | None:
+        """The state layout recorded beside the state: the authority on how it is laid out."""
+        text = self._read(SIGNATURE)
+        if text is None:
+            return None
+        signature = json.loads(text)
+        if not isinstance(signature, dict):
+            raise ValueError(f"{self.record_path(SIGNATURE)} is not a state signature (a JSON object)")
+        return signature
+
+    def take_over(self) -> dict[str, Any] | None:
+        """The take-over this checkpoint started with, as recorded; None if it took over from none."""
+        text = self._read(TAKE_OVER)
+        return None if text is None else json.loads(text)
+
+    def _read(self, name: str) -> str | None:
+        path = self.record_path(name)
+        return self.files.read_text(path) if self.files.exists(path) else None
+
+
+@dataclass(frozen=True)
+class WritableCheckpoint(Checkpoint):
+    """The checkpoint a job runs on: it records beside its state what a later start must know."""
+
+    files: WritableFiles
+
+    def record(self, sql: str, signature: dict[str, Any]) -> None:
+        """Store the SQL the state is now built by and its layout; each file replaced whole."""
+        self.files.mkdirs(self.record_path())
+        self.files.write_text(self.record_path(JOB_SQL), sql)
+        self.files.write_text(self.record_path(SIGNATURE), json.dumps(signature, indent=2))
+
+    def record_take_over(self, take_over: dict[str, Any]) -> None:
+        self.files.write_text(self.record_path(TAKE_OVER), json.dumps(take_over, indent=2))
+
+    def seed_source_log(self, pipeline: str, files: list[tuple[str, int]]) -> bool:
+        """Log ``files`` as read, as the first entry of the pipeline's only source, before its
+        first batch; never once the source has a log (a restart keeps what Spark wrote). Whether
+        it was written."""
+        first = self.query(pipeline).first_source_entry()
+        if not files or self.files.exists(first):
+            return False
+        self.files.write_text(first, source_log_entry(files))
+        return True

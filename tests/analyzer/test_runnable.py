@@ -1,0 +1,104 @@
+"""What the Spark job cannot run is known from the job model alone, before anything runs: the
+deploy gate and ``stategate check`` refuse it with the job's own message, at the construct's place.
+
+``REFUSED`` is every construct the job refuses; ``tests/spark_jobs/test_unsupported.py`` runs the
+same list through the real job, where each stops at compile time before anything is written.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+
+from stategate.analyzer import SQLModelError, build
+from stategate.analyzer.runnable import check_pipeline, check_runnable
+
+WINDOW = "TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))"
+DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING, supplier_id STRING,\n"
+       "  pt AS PROCTIME(), WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND\n"
+       ") WITH ('connector' = 'filesystem', 'path' = '/data/bids', 'format' = 'csv');\n")
+#: What only Spark's own types tell: the job checks it when it compiles.
+SPARK_TYPES = "MAX(SOUNDEX(item)): its argument is string on Spark"
+
+REFUSED = [
+    ("SELECT item, COUNT(*) FROM Bid GROUP BY item", "GROUP BY without a window"),
+    ("SELECT item, price FROM Bid", "no window aggregation"),
+    (f"SELECT window_start, STDDEV_POP(price) FROM {WINDOW} GROUP BY window_start, window_end",
+     "is not supported (supported: COUNT, SUM, MIN, MAX, AVG)"),
+    (f"SELECT window_start, weighted_avg(price, price) FROM {WINDOW} GROUP BY window_start, window_end",
+     "user-defined aggregate"),
+    # Not a Flink function, so the analyzer cannot tell it yields text; Spark's type decides the
+    # buffer field, and the two must agree.
+    (f"SELECT window_start, MAX(SOUNDEX(item)) FROM {WINDOW} GROUP BY window_start, window_end", SPARK_TYPES),
+    ("SELECT window_start, COUNT(DISTINCT item) FROM TABLE(SESSION(TABLE Bid, DESCRIPTOR(bidtime), "
+     "INTERVAL '2' MINUTES)) GROUP BY window_start, window_end", "DISTINCT aggregates over SESSION"),
+    ("SELECT window_start, supplier_id, SUM(price) FROM TABLE(SESSION(TABLE Bid, DESCRIPTOR(bidtime), "
+     "INTERVAL '2' MINUTES)) GROUP BY window_start, window_end, supplier_id", "PARTITION BY keys must be the GROUP BY"),
+    ("SELECT window_start, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(item), INTERVAL '10' MINUTES)) "
+     "GROUP BY window_start, window_end", "must be the rowtime column bidtime of Bid or a processing-time"),
+    (f"SELECT window_start, SUM(price) FROM (SELECT * FROM {WINDOW}, LATERAL TABLE(split(item)) AS T(x)) "
+     "GROUP BY window_start, window_end", "LATERAL TABLE(split)"),
+    ("SET 'table.exec.emit.early-fire.enabled' = 'true';\n"
+     f"SELECT window_start, SUM(price) FROM {WINDOW} GROUP BY window_start, window_end", "early-fire"),
+    (f"SELECT window_start, SUM(price) FROM {WINDOW.replace('Bid', 'Nope')} GROUP BY window_start, window_end",
+     "not declared with CREATE TABLE"),
+    (f"SELECT a.window_start, SUM(a.price) FROM {WINDOW} AS a JOIN Bid b ON a.item = b.item "
+     "GROUP BY a.window_start, a.window_end", "not supported on Spark: a join other than a window join"),
+    ("CREATE VIEW hourly AS SELECT window_time AS t, SUM(price) AS total FROM TABLE(HOP(TABLE Bid, "
+     "DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '60' MINUTES)) GROUP BY window_start, window_end, "
+     "window_time;\nSELECT window_start, MAX(total) FROM TABLE(TUMBLE(TABLE hourly, DESCRIPTOR(t), "
+     "INTERVAL '1' HOUR)) GROUP BY window_start, window_end", "a window over the results of a HOP window"),
+]
+
+
+@pytest.mark.parametrize("sql, message", [case for case in REFUSED if case[1] != SPARK_TYPES])
+def test_every_refusal_of_the_job_is_decided_from_the_model(sql: str, message: str) -> None:
+    model = build(DDL + sql, source="job.sql")
+    with pytest.raises(SQLModelError) as caught:
+        check_pipeline(model, model.pipelines[0])
+    assert message in str(caught.value) and str(caught.value).startswith("job.sql:")
+
+
+def test_an_aggregate_is_refused_at_its_line_and_column() -> None:
+    sql = DDL + f"SELECT window_start,\n       SUM(price),\n       STDDEV_POP(price)\nFROM {WINDOW}\n" \
+                "GROUP BY window_start, window_end"
+    with pytest.raises(SQLModelError, match=r"^job\.sql:6:8: aggregate STDDEV_POP\(price\) is not supported"):
+        check_pipeline(build(sql, source="job.sql"), build(sql).pipelines[0])
+
+
+@pytest.mark.parametrize("sink, message", [
+    ("", "a bare SELECT has no sink: a deployed job writes with INSERT INTO"),
+    ("INSERT INTO Out ", "INSERT INTO Out: the sink table is not declared"),
+    ("CREATE TABLE Out (ws TIMESTAMP(3)) WITH ('connector' = 'print');\nINSERT INTO Out ",
+     "INSERT INTO Out: the query has 2 columns, the table 1"),
+    ("CREATE TABLE Out (ws TIMESTAMP(3), total DECIMAL(38, 2)) WITH ('connector' = 'jdbc');\nINSERT INTO Out ",
+     "table Out: connector 'jdbc' is not supported (use filesystem, print or kafka)"),
+    ("CREATE TABLE Out (ws TIMESTAMP(3), total DECIMAL(38, 2)) WITH ('connector' = 'filesystem', 'format' = 'csv')"
+     ";\nINSERT INTO Out ", "table Out needs the option 'path'"),
+    ("SET 'spark.sql.session.timeZone' = 'Europe/Paris';\nCREATE TABLE Out (ws TIMESTAMP(3), total DECIMAL(38, 2)) "
+     "WITH ('connector' = 'print');\nINSERT INTO Out ", "stategate runs every job with spark.sql.session.timeZone = UTC"),
+])
+def test_a_deployed_job_needs_a_sink_the_engine_writes(sink: str, message: str) -> None:
+    sql = DDL + sink + f"SELECT window_start, SUM(price) FROM {WINDOW} GROUP BY window_start, window_end"
+    with pytest.raises(SQLModelError, match="^job.sql:") as caught:
+        check_runnable(build(sql, source="job.sql"))
+    assert message in str(caught.value)
+
+
+def test_a_job_the_engine_runs_passes() -> None:
+    sink = "CREATE TABLE Out (ws TIMESTAMP(3), total DECIMAL(38, 2)) WITH ('connector' = 'print');\n"
+    check_runnable(build(DDL + sink + f"INSERT INTO Out SELECT window_start, SUM(price) FROM {WINDOW} "
+                                      "GROUP BY window_start, window_end"))
+
+
+def test_the_judgement_and_the_checkpoint_need_neither_pyspark_nor_airflow() -> None:
+    """What the gate and ``stategate check`` import to judge a change and read a checkpoint."""
+    modules = ("stategate.analyzer.cli", "stategate.analyzer.judgement", "stategate.analyzer.runnable",
+               "stategate.spark_jobs.checkpoint", "stategate.spark_jobs.cutover")
+    probe = ("import sys\n" + "".join(f"import {m}\n" for m in modules)
+             + "print(sorted({m.split('.')[0] for m in sys.modules} & {'pyspark', 'py4j', 'airflow'}))")
+    result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout.strip() == "[]"

@@ -7,12 +7,16 @@
                                          it, re-reading only the files its open windows need
     run 4  v3 again (scheduled run)    → FULL: the stream simply continues
 
-Before each run the next part of the bundled bid files "arrives". Everything is written under
-``demo-run/`` (Airflow home with SQLite, the job root, the sink files), kept for inspection.
+The job is one of a fleet, as a team would run it: ``demo-run/dags/`` holds the example DAG file and
+its folder of jobs (``stategate_jobs/bids.yaml`` and ``bids.sql``), and each new version of the job
+arrives by writing ``bids.sql`` there. Before each run the next part of the bundled bid files
+"arrives". Everything is written under ``demo-run/`` (Airflow home with SQLite, the DAGs, the job
+root, the sink files), kept for inspection.
 """
 
 from __future__ import annotations
 
+import importlib
 import json
 import logging
 import os
@@ -40,10 +44,14 @@ def prepare(demo: Path) -> dict[str, str]:
     shutil.rmtree(demo, ignore_errors=True)
     (demo / "incoming").mkdir(parents=True)
     home = demo / "airflow"
+    jobs = demo / "dags" / "stategate_jobs"
+    jobs.mkdir(parents=True)
+    shutil.copy(REPO / "dags" / "stategate_redeploy.py", demo / "dags")
+    (jobs / "bids.yaml").write_text(f"sql: bids.sql\nroot: file://{demo / 'root'}\nschedule: \"@hourly\"\n")
     bin_dir = str(Path(sys.executable).parent)
     env = {
         "AIRFLOW_HOME": str(home),
-        "AIRFLOW__CORE__DAGS_FOLDER": str(REPO / "dags"),
+        "AIRFLOW__CORE__DAGS_FOLDER": str(demo / "dags"),
         "AIRFLOW__CORE__LOAD_EXAMPLES": "False",
         "AIRFLOW__DATABASE__SQL_ALCHEMY_CONN": f"sqlite:///{home}/airflow.db",
         "AIRFLOW__LOGGING__LOGGING_LEVEL": "WARNING",
@@ -115,8 +123,9 @@ def main() -> int:
     prepare(demo)
     from airflow.sdk import DagRunState
 
-    sys.path.insert(0, str(REPO))
-    from dags.stategate_redeploy import dag
+    sys.path.insert(0, str(demo / "dags"))  # as Airflow imports its dags folder
+    import stategate_redeploy
+
     from stategate.provider.hooks.deployment import DeploymentHook
     from stategate.spark_jobs.cutover import TakeOver
 
@@ -126,10 +135,11 @@ def main() -> int:
     root = demo / "root"
     seen: set[str] = set()
     for version, part, story in STORY:
-        (demo / "current.sql").write_text((BUNDLED / version).read_text().replace("{demo}", str(demo)))
+        (demo / "dags" / "stategate_jobs" / "bids.sql").write_text(
+            (BUNDLED / version).read_text().replace("{demo}", str(demo)))
         arrive(demo, part)
         print(f"\n=== run {part}: {story} (+ bids-part{part}.csv) ===", flush=True)
-        run = dag.test(run_conf={"job": "bids", "sql": str(demo / "current.sql"), "root": f"file://{root}"})
+        run = importlib.reload(stategate_redeploy).stategate_bids.test()
         states = {ti.task_id: ti.state for ti in run.get_task_instances()}
         branch = next((b for b in BRANCHES if states.get(b) == "success"), "?")
         verdict = gate_xcom(run.run_id, xcom.VERDICT)

@@ -17,6 +17,7 @@ from stategate.provider import xcom
 from stategate.provider.hooks.deployment import Branch, Decision, OnUnknown, StateGateError
 from stategate.provider.notifiers.log import LogVerdictNotifier
 from stategate.provider.operators.base import JobRootOperator
+from stategate.spark_jobs.cutover import REPLAY_POLICIES
 
 ON_UNKNOWN = tuple(policy.value for policy in OnUnknown)
 
@@ -35,6 +36,12 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
     before anything is read or written in the job root: no lock taken, nothing staged, the record,
     checkpoint and archive untouched.
 
+    What a trigger may choose: the DAG's declared params only. A run whose conf sets anything else
+    (the SQL's path, the root, the job) is refused before anything is read, as is a ``sql`` file
+    that resolves (links followed) outside ``sql_dir``, an ``on_unknown`` or a ``replay`` that is
+    not one of its values. So a user who may trigger the DAG reads and writes nothing the DAG's
+    author did not configure.
+
     XCom (keys in :mod:`stategate.provider.xcom`): ``report`` (JSON), ``report_markdown``, ``verdict``,
     ``staged_sql`` and ``checkpoint`` (as spark-submit should name them) and ``deployment`` (what
     the record task will store).
@@ -46,11 +53,15 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
 
     :param job_name: the job, a directory under ``root``
     :param sql: the job script: a path to a ``.sql`` file or the SQL text itself (templated)
+    :param sql_dir: the directory the ``sql`` file must be in, links resolved (None: anywhere; a
+        DAG whose ``sql`` a trigger can influence must set it)
     :param root: root of the deployment roots, any ObjectStoragePath URL (templated)
     :param conn_id: connection for an object-store root (templated; empty: none)
     :param checkpoint_root: where checkpoints, archives and staged SQL live when not under ``root``
         (for example records on S3, checkpoints on the cluster's HDFS) (templated; empty: under ``root``)
     :param on_unknown: ``"approve"``, ``"clear_state"`` or ``"fail"`` (templated)
+    :param replay: what a clear-state's take-over re-reads, checked here before anything changes:
+        ``"bounded"``, ``"full"`` or ``"none"`` (templated)
     :param restart_task_id: the branch that restarts from the checkpoint (FULL, PARTIAL)
     :param clear_task_id: the branch that archives the state first (INCOMPATIBLE)
     :param first_deploy_task_id: the branch of a job with no deployed version or no state
@@ -62,8 +73,8 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         always taken over. Default: never by age.
     """
 
-    template_fields: Sequence[str] = (*JobRootOperator.template_fields, "sql", "on_unknown", "verdict",
-                                      "report_markdown")
+    template_fields: Sequence[str] = (*JobRootOperator.template_fields, "sql", "sql_dir", "on_unknown", "replay",
+                                      "verdict", "report_markdown")
     template_fields_renderers = {"sql": "sql", "report_markdown": "md"}
     template_ext: Sequence[str] = ()
     overwrite_rtif_after_execution = True
@@ -73,7 +84,9 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         self,
         *,
         sql: str,
+        sql_dir: str | None = None,
         on_unknown: str = "approve",
+        replay: str = "bounded",
         restart_task_id: str = "restart",
         clear_task_id: str = "clear",
         first_deploy_task_id: str = "first_deploy",
@@ -87,7 +100,9 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         if on_unknown not in ON_UNKNOWN and "{{" not in on_unknown:
             raise ValueError(f"on_unknown must be one of {ON_UNKNOWN}, not {on_unknown!r}")
         self.sql = sql
+        self.sql_dir = sql_dir
         self.on_unknown = on_unknown
+        self.replay = replay
         self.restart_task_id = restart_task_id
         self.clear_task_id = clear_task_id
         self.first_deploy_task_id = first_deploy_task_id
@@ -100,8 +115,13 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         self.report_markdown = ""
 
     def choose_branch(self, context) -> str:
-        on_unknown = self._on_unknown()
-        model, sql = self._model()
+        try:
+            self._check_conf(context)
+            on_unknown = self._on_unknown()
+            model, sql = self._model()
+        except AirflowFailException as refused:
+            self.report_markdown = f"**Refused; nothing was read or changed in the job root.** {refused}"
+            raise
         hook = self.hook
         run_id = context["run_id"]
         self._lock(context)
@@ -127,6 +147,20 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         return {Branch.RESTART: self.restart_task_id, Branch.CLEAR: self.clear_task_id,
                 Branch.FIRST_DEPLOY: self.first_deploy_task_id, Branch.APPROVAL: self.approval_task_id}
 
+    def _check_conf(self, context) -> None:
+        """Refuse a run whose conf sets what its DAG declares no param for: the job's places."""
+        declared = set(context["dag"].params)
+        conf = context["dag_run"].conf or {}
+        extra = sorted(str(key) for key in conf if key not in declared)
+        if extra:
+            raise AirflowFailException(
+                f"this run's conf sets {', '.join(extra)}, which a trigger may not choose (it may choose "
+                f"{', '.join(sorted(declared)) or 'nothing'}): the job's SQL, root, checkpoint root, connection "
+                "and name are its DAG's. Nothing was read or changed")
+        if self.replay not in REPLAY_POLICIES:
+            raise AirflowFailException(f"replay must be one of {', '.join(REPLAY_POLICIES)}, not {self.replay!r}; "
+                                       "nothing was read or changed")
+
     def _on_unknown(self) -> OnUnknown:
         try:
             return OnUnknown(self.on_unknown)
@@ -140,13 +174,11 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         try:
             model = build(sql, source=source)
         except SQLModelError as error:
-            self.report_markdown = f"The new SQL does not parse: `{error}`"
             raise AirflowFailException(f"the new SQL does not parse: {error}") from None
         try:
             check_runnable(model)
         except SQLModelError as error:
-            self.report_markdown = f"The new SQL cannot run on Spark: `{error}`"
-            raise AirflowFailException(f"the new SQL cannot run on Spark, so nothing was changed: {error}") from None
+            raise AirflowFailException(f"the new SQL cannot run on Spark: {error}") from None
         return model, sql
 
     def _lock(self, context) -> None:
@@ -163,13 +195,26 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
                              "ended without releasing it", self.job_name, stale.get("owner"), stale.get("since"))
 
     def _read_sql(self) -> tuple[str, str]:
+        """The job's SQL and where it was read: a ``.sql`` file, inside ``sql_dir`` where one is set
+        (links resolved, refused before reading otherwise), or the text itself."""
         text = self.sql.strip()
         if "\n" not in text and text.endswith(".sql"):
             path = Path(text)
+            if self.sql_dir:
+                allowed = Path(self.sql_dir).resolve()
+                if not path.resolve().is_relative_to(allowed):
+                    raise AirflowFailException(
+                        f"the parameter 'sql' names a file outside the job's SQL directory {allowed} (links "
+                        "resolved): refused before reading it; nothing was read or changed")
             try:
                 return path.read_text(encoding="utf-8"), str(path)
             except OSError as error:
-                raise AirflowFailException(f"cannot read the job SQL {path}: {error}") from None
+                raise AirflowFailException(f"cannot read the job SQL {path}: {error.strerror}") from None
+            except UnicodeDecodeError:
+                raise AirflowFailException(f"cannot read the job SQL {path}: it is not UTF-8 text") from None
+        if self.sql_dir:
+            raise AirflowFailException("the parameter 'sql' is not a .sql file in the job's SQL directory "
+                                       f"{self.sql_dir}; nothing was read or changed")
         return self.sql, f"<{self.task_id}.sql>"
 
     def _publish(self, context, decision: Decision, staged) -> None:

@@ -39,6 +39,9 @@ os.environ.update({
 
 DAGS.mkdir(parents=True)
 shutil.copy(REPO / "dags" / "stategate_redeploy.py", DAGS)
+#: The fleet of the example DAG file: the tests write their jobs here.
+JOBS = DAGS / "stategate_jobs"
+JOBS.mkdir()
 for test_dag in Path(__file__).with_name("dags").glob("*.py"):
     shutil.copy(test_dag, DAGS)
 subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True,
@@ -49,6 +52,27 @@ sys.path.append(str(DAGS))  # as Airflow does for its dags folder: DAG files imp
 @pytest.fixture(scope="session")
 def airflow_home() -> Path:
     return HOME
+
+
+def fleet_job(name: str, sql: str, root: str, **settings):
+    """A job of the example fleet: its SQL and job file written into the dags folder, and its DAG as
+    Airflow's parser builds it from them (``stategate_<name>``). Writing the SQL again (same
+    settings) is how a new version of the job arrives."""
+    import yaml
+
+    (JOBS / f"{name}.sql").write_text(sql)
+    (JOBS / f"{name}.yaml").write_text(yaml.safe_dump({"sql": f"{name}.sql", "root": root, "schedule": None,
+                                                       **settings}))
+    return fleet_dag(name)
+
+
+def fleet_dag(name: str):
+    """The DAG of job ``name`` as the example DAG file builds it from the fleet folder now."""
+    import importlib
+
+    import stategate_redeploy
+
+    return getattr(importlib.reload(stategate_redeploy), f"stategate_{name}")
 
 
 S3_CONN = "stategate_s3"

@@ -16,7 +16,7 @@ import pandas as pd
 import pytest
 
 from stategate.provider.hooks.deployment import DeploymentHook
-from tests.provider.conftest import S3_CONN
+from tests.provider.conftest import S3_CONN, fleet_job
 from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER
 
 PART_1 = ["2020-04-15 08:01:00,2.00,A,s1", "2020-04-15 08:03:00,3.00,B,s2",
@@ -41,26 +41,23 @@ GROUP BY supplier_id, window_start, window_end;
 """
 
 
-def redeploy_story(data: Path, steps: int = 3, **params: str) -> list:
-    """Run the example DAG once per step (v1, v2, v3), each after a new part of the input arrived;
-    (run, task states, deployment record) of each. ``params`` override the DAG's (root under
-    ``data`` by default)."""
-    from stategate_redeploy import dag
-
+def redeploy_story(data: Path, name: str = "bids", steps: int = 3, **settings: str) -> list:
+    """Run the job's DAG of the example fleet once per step (v1, v2, v3), each after a new part of
+    the input arrived and the new SQL was written to the job's file; (run, task states, deployment
+    record) of each. ``settings`` go to the job file (root under ``data`` by default)."""
     (data / "incoming").mkdir()
-    root = data / "root"
+    root = settings.pop("root", f"file://{data / 'root'}")
     story = [(job_sql(data, 10, False, "totals"), PART_1), (job_sql(data, 10, True, "totals"), PART_2),
              (job_sql(data, 5, True, "totals_5m"), PART_3)]
     results = []
     for number, (sql, part) in enumerate(story[:steps], start=1):
-        (data / "current.sql").write_text(sql)
+        dag = fleet_job(name, sql, root, **settings)
         arrived = data / "incoming" / f"part{number}.csv"
         arrived.write_text("\n".join(part) + "\n")
         os.utime(arrived, (1_600_000_000 + number, 1_600_000_000 + number))
-        conf = {"job": "bids", "sql": str(data / "current.sql"), "root": f"file://{root}", **params}
-        run = dag.test(run_conf=conf)
+        run = dag.test()
         states = {ti.task_id: ti.state for ti in run.get_task_instances()}
-        record = DeploymentHook(conf["root"], "bids", params.get("conn_id")).records.read()
+        record = DeploymentHook(root, name, settings.get("conn_id"), settings.get("checkpoint_root")).records.read()
         results.append((run, states, record))
     return results
 
@@ -140,29 +137,29 @@ def test_sql_the_engine_cannot_run_is_refused_before_anything_changes(story) -> 
     """v4 resizes the window (INCOMPATIBLE: the state would be archived) and adds an aggregate the
     Spark job cannot run. The gate fails with the job's own message and its place; nothing in the
     job root changes: no lock, no staged SQL, the record, checkpoint and archive as they were."""
-    from stategate_redeploy import dag
-
     data, root, _ = story
     v4 = job_sql(data, 30, True, "totals_5m").replace("MAX(price) AS top", "STDDEV_POP(price) AS top")
-    (data / "current.sql").write_text(v4)
+    dag = fleet_job("bids", v4, f"file://{root}")
     before = snapshot(root)
-    run = dag.test(run_conf={"job": "bids", "sql": str(data / "current.sql"), "root": f"file://{root}"})
+    run = dag.test()
     states = {ti.task_id: ti.state for ti in run.get_task_instances()}
     assert run.state == "failed" and states["gate"] == "failed"
     assert all(states[task] in ("skipped", "upstream_failed", None) for task in
                ("clear_state", "submit_fresh", "submit_restart", "record")), states
     assert snapshot(root) == before
-    # Where operators look: the gate task's rendered fields in Airflow's UI.
+    line, col = next((n, row.index("STDDEV_POP") + 1) for n, row in enumerate(v4.splitlines(), start=1)
+                     if "STDDEV_POP" in row)
+    assert f"bids.sql:{line}:{col}: aggregate STDDEV_POP(price) is not supported" in gate_said(run)
+
+
+def gate_said(run) -> str:
+    """What the gate shows in Airflow's UI: its rendered report (a refusal's message, where it refused)."""
     from airflow.models.renderedtifields import RenderedTaskInstanceFields
     from airflow.utils.session import create_session
 
     with create_session() as session:
-        rendered = RenderedTaskInstanceFields.get_templated_fields(
-            next(ti for ti in run.get_task_instances() if ti.task_id == "gate"), session=session)
-    line, col = next((n, row.index("STDDEV_POP") + 1) for n, row in enumerate(v4.splitlines(), start=1)
-                     if "STDDEV_POP" in row)
-    assert f"{data / 'current.sql'}:{line}:{col}: aggregate STDDEV_POP(price) is not supported" \
-        in rendered["report_markdown"], rendered
+        return RenderedTaskInstanceFields.get_templated_fields(
+            next(ti for ti in run.get_task_instances() if ti.task_id == "gate"), session=session)["report_markdown"]
 
 
 def test_the_same_story_on_a_standalone_cluster(story, spark_cluster, tmp_path_factory, monkeypatch) -> None:
@@ -177,7 +174,7 @@ def test_the_same_story_on_a_standalone_cluster(story, spark_cluster, tmp_path_f
         "conn_type": "spark", "host": host, "port": int(port),
         "extra": {"spark-binary": "spark-submit", "deploy-mode": "client"}}))
     data = tmp_path_factory.mktemp("cluster-redeploy")
-    results = redeploy_story(data, steps=2)
+    results = redeploy_story(data, "bids_cluster", steps=2)
     (first, first_states, first_record), (second, second_states, second_record) = results
     assert first.state == "success" and first_states["submit_fresh"] == "success", first_states
     assert second.state == "success" and second_states["submit_restart"] == "success", second_states
@@ -196,11 +193,12 @@ def test_records_on_s3_and_checkpoints_where_spark_reads(story, s3_root, tmp_pat
     """Deployment records on an S3 API, the checkpoint on a filesystem Spark reaches (Spark's s3a
     connector, hadoop-aws, cannot be downloaded here): the same story, the same rows."""
     data = tmp_path_factory.mktemp("s3-records")
-    results = redeploy_story(data, steps=2, root=s3_root, conn_id=S3_CONN, checkpoint_root=f"file://{data}/state")
+    results = redeploy_story(data, "bids_s3", steps=2, root=s3_root, conn_id=S3_CONN,
+                             checkpoint_root=f"file://{data}/state")
     assert [run.state for run, _, _ in results] == ["success", "success"]
     assert [record.verdict for _, _, record in results] == ["FIRST_DEPLOY", "PARTIAL"]
     assert rows(data / "totals") == rows(story[0] / "totals")
-    assert (data / "state" / "bids" / "checkpoint" / "_stategate" / "job.sql").exists()
-    hook = DeploymentHook(s3_root, "bids", S3_CONN, f"file://{data}/state")
+    assert (data / "state" / "bids_s3" / "checkpoint" / "_stategate" / "job.sql").exists()
+    hook = DeploymentHook(s3_root, "bids_s3", S3_CONN, f"file://{data}/state")
     assert [r.verdict for r in hook.records.history()] == ["FIRST_DEPLOY"]
     assert hook.lock.holder() is None

@@ -75,6 +75,9 @@ class JobSpec:
     :param on_unknown: what an UNKNOWN verdict does by default (a trigger may choose another)
     :param replay: what a clear-state re-reads by default (a trigger may choose another)
     :param spark: how it is submitted
+    :param stop_timeout: seconds a redeploy waits for the running job to stop after its micro-batch
+    :param healthy_within: seconds an always-on version has to commit a micro-batch once started;
+        one that does not is rolled back
     """
 
     name: str
@@ -88,6 +91,8 @@ class JobSpec:
     on_unknown: OnUnknown = OnUnknown.APPROVE
     replay: str = BOUNDED
     spark: SparkSettings = field(default_factory=SparkSettings)
+    stop_timeout: float = 300
+    healthy_within: float = 600
 
     def __post_init__(self) -> None:
         problems = []
@@ -138,10 +143,13 @@ class JobSpec:
                 replay=str(data.get("replay", BOUNDED)),
                 spark=SparkSettings(spark.get("conn_id", "spark_default"), spark.get("deploy_mode", "client"),
                                     {str(k): str(v) for k, v in (spark.get("conf") or {}).items()},
-                                    spark.get("packages")))
+                                    spark.get("packages")),
+                stop_timeout=float(data.get("stop_timeout", 300)),
+                healthy_within=float(data.get("healthy_within", 600)))
         except ValueError as error:
             raise JobSpecError(f"{path}: {error}") from None
 
 
-_KEYS = {"sql", "root", "conn_id", "checkpoint_root", "schedule", "trigger", "on_unknown", "replay"}
+_KEYS = {"sql", "root", "conn_id", "checkpoint_root", "schedule", "trigger", "on_unknown", "replay", "stop_timeout",
+         "healthy_within"}
 _SPARK_KEYS = {"conn_id", "deploy_mode", "conf", "packages"}

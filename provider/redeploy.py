@@ -2,17 +2,28 @@
 
 ::
 
-    gate ─► restart ─────────────────────────────────► submit_restart ─┐
-        ├─► clear ───────────► clear_state ─► submit_fresh (take-over) ──┼─► record
-        ├─► first_deploy ───────────────────► submit_fresh               │
-        └─► approval ─► approved_restart ───► submit_restart ────────────┘
-                     └► approved_clear ─────► clear_state
-    release_lock: teardown, frees the redeploy lock whatever happened
+    gate ─► unchanged (an always-on job already runs this SQL) ──────────────────────────────┐
+        ├─► restart ──────────────────┬─► stop_restart ─► submit_restart ─┐                    │
+        ├─► approval ─► approved_restart                                  │                    │
+        │            └► approved_clear ─┬─► stop_clear ─► clear_state ─► submit_fresh ─┤       │
+        ├─► clear ──────────────────────┘                                  │            │       │
+        ├─► first_deploy ─────────────────────────────────────────────────┘            │       │
+        └─► restore (a rollback) ─► stop_restore ─► restore_state ─► submit_restart    │       │
+                                                     healthy (always on) ─► record ─────┴───────┴─► release_lock
+                                                     └ failed ─► roll_back ─► resubmit
 
-spark-submit gets the job's code as a zip (``py_files``) built from the installed stategate, so
-pointing the job's Spark connection at a cluster (``spark://``, YARN, Kubernetes) is all a cluster
-needs. What a trigger may choose is the DAG's params (``on_unknown``, ``replay``), each validated;
-everything else is the spec's, fixed when the DAG is built.
+Every path that restarts, archives or restores the state stops the running job first (after the
+micro-batch it is in: :class:`~stategate.provider.operators.stop.StopJobOperator`); nothing stops
+before the gate has judged the new SQL. An always-on job (``trigger: processing-time=...``) is
+submitted detached from its task (``--detach`` in client deploy mode; without waiting for the
+application on YARN and Kubernetes, in cluster mode) and must commit a micro-batch within
+``healthy_within`` (:class:`~stategate.provider.sensors.health.JobHealthSensor`), else the
+redeploy rolls back by itself: the new version stopped, the deployed version's state restored
+where the redeploy cleared it, the deployed SQL submitted again. A trigger may choose
+``on_unknown``, ``replay`` and ``rollback`` (return to the previous deployment), each validated;
+everything else is the spec's, fixed when the DAG is built. spark-submit gets the job's code as a
+zip (``py_files``) built from the installed stategate, so pointing the job's Spark connection at a
+cluster is all a cluster needs.
 """
 
 from __future__ import annotations
@@ -26,7 +37,7 @@ import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.providers.standard.operators.python import PythonOperator
-from airflow.sdk import DAG, Param
+from airflow.sdk import DAG, Param, TriggerRule
 
 from stategate import spark_jobs
 from stategate.provider import xcom
@@ -36,6 +47,9 @@ from stategate.provider.operators.approval import StateApprovalOperator
 from stategate.provider.operators.clear_state import ClearStateOperator
 from stategate.provider.operators.gate import StateGateOperator
 from stategate.provider.operators.record import RecordDeploymentOperator, ReleaseLockOperator
+from stategate.provider.operators.rollback import RestoreStateOperator, RollbackOperator
+from stategate.provider.operators.stop import StopJobOperator
+from stategate.provider.sensors.health import JobHealthSensor
 from stategate.provider.shipping import job_py_files
 from stategate.spark_jobs.cutover import REPLAY_POLICIES
 
@@ -77,55 +91,84 @@ def redeploy_dag(spec: JobSpec, *, dag_file: str | None = None) -> DAG:
             # After a clear-state, what the new version reads again: what its open windows need
             # (bounded), everything (full), or nothing the old version read (none).
             "replay": Param(spec.replay, enum=list(REPLAY_POLICIES)),
+            # Return to the deployment before the version that last ran, instead of the job's SQL.
+            "rollback": Param(False, type="boolean"),
         },
         tags=["stategate", "spark"],
         # Rendered where spark-submit runs: the zip of the code the job's driver imports.
         user_defined_macros={"stategate_py_files": job_py_files},
     ) as dag:
         job: dict[str, Any] = dict(job_name=spec.name, root=spec.root, conn_id=spec.conn_id or "",
-                   checkpoint_root=spec.checkpoint_root or "")
+                                   checkpoint_root=spec.checkpoint_root or "")
         gate = StateGateOperator(task_id=xcom.GATE_TASK_ID, sql=str(spec.sql), sql_dir=str(spec.directory),
-                                 on_unknown="{{ params.on_unknown }}", replay="{{ params.replay }}", **job)
-        restart = EmptyOperator(task_id="restart")
-        clear = EmptyOperator(task_id="clear")
-        first_deploy = EmptyOperator(task_id="first_deploy")
+                                 on_unknown="{{ params.on_unknown }}", replay="{{ params.replay }}",
+                                 rollback="{{ params.rollback }}", trigger=spec.trigger, **job)
+        unchanged, restart, clear, first_deploy, restore, approved_restart, approved_clear = (
+            EmptyOperator(task_id=name) for name in ("unchanged", "restart", "clear", "first_deploy", "restore",
+                                                     "approved_restart", "approved_clear"))
         approval = StateApprovalOperator(task_id="approval", response_timeout=APPROVAL_TIMEOUT,
                                          subject=f"stategate: UNKNOWN state compatibility for {spec.name}")
-        approved_restart = EmptyOperator(task_id="approved_restart")
-        approved_clear = EmptyOperator(task_id="approved_clear")
-        clear_state = ClearStateOperator(task_id="clear_state", trigger_rule=JOIN, **job)
-        submit: dict[str, Any] = dict(
-            application=APPLICATION,
-            conn_id=spec.spark.conn_id,
-            name=f"stategate-{spec.name}",
-            py_files="{{ stategate_py_files() }}",
-            conf=dict(spec.spark.conf),
-            packages=spec.spark.packages,
-            env_vars={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable},
-            trigger_rule=JOIN,
-        )
+        stop_restart, stop_clear, stop_restore = (
+            StopJobOperator(task_id=name, timeout=spec.stop_timeout, trigger_rule=JOIN, **job)
+            for name in ("stop_restart", "stop_clear", "stop_restore"))
+        clear_state = ClearStateOperator(task_id="clear_state", **job)
+        restore_state = RestoreStateOperator(task_id="restore_state", **job)
         args = ["run", "--sql", xcom.pulled(xcom.STAGED_SQL), "--checkpoint", xcom.pulled(xcom.CHECKPOINT),
-                "--trigger", spec.trigger]
+                "--trigger", spec.trigger, *_detached(spec)]
         # The gate's verdict bounds what the job may accept: UNKNOWN only reaches here via a human.
         submit_restart = SparkSubmitOperator(
-            task_id="submit_restart", application_args=[*args, "--accept", xcom.pulled(xcom.VERDICT)], **submit)
+            task_id="submit_restart", application_args=[*args, "--accept", xcom.pulled(xcom.ACCEPT)],
+            **_submit(spec))
         # After a clear-state the new version takes over from the archived checkpoint; on a first
         # deploy nothing was archived and the argument is empty.
         submit_fresh = SparkSubmitOperator(
             task_id="submit_fresh", application_args=[
                 *args, "--fresh", "--take-over=" + xcom.pulled_or_empty(xcom.ARCHIVED, "clear_state"),
-                "--replay={{ params.replay }}"], **submit)
+                "--replay={{ params.replay }}"], **_submit(spec))
         record = RecordDeploymentOperator(task_id="record", trigger_rule=JOIN, **job)
         release_lock = ReleaseLockOperator(task_id="release_lock", **job).as_teardown(setups=gate)
 
-        gate >> [restart, clear, first_deploy, approval]
+        gate >> [unchanged, restart, clear, first_deploy, restore, approval]
         approval >> [approved_restart, approved_clear]
-        [restart, approved_restart] >> submit_restart
-        [clear, approved_clear] >> clear_state >> submit_fresh
+        [restart, approved_restart] >> stop_restart >> submit_restart
+        [clear, approved_clear] >> stop_clear >> clear_state >> submit_fresh
         first_deploy >> submit_fresh
-        [submit_restart, submit_fresh] >> record >> release_lock
+        restore >> stop_restore >> restore_state >> submit_restart
+        submitted = [submit_restart, submit_fresh]
+        if spec.always_on:
+            healthy = JobHealthSensor(task_id="healthy", timeout=spec.healthy_within, poke_interval=5,
+                                      mode="reschedule", trigger_rule=JOIN, **job)
+            roll_back = RollbackOperator(task_id="roll_back", stop_timeout=spec.stop_timeout,
+                                         trigger_rule=TriggerRule.ONE_FAILED, **job)
+            resubmit = SparkSubmitOperator(
+                task_id="resubmit", application_args=[
+                    "run", "--sql", "{{ ti.xcom_pull(task_ids='roll_back', key='%s') }}" % xcom.STAGED_SQL,
+                    "--checkpoint", xcom.pulled(xcom.CHECKPOINT), "--trigger", spec.trigger, "--accept", "UNKNOWN",
+                    *_detached(spec)], **_submit(spec))
+            submitted >> healthy >> record
+            healthy >> roll_back >> resubmit
+        else:
+            submitted >> record
+        [record, unchanged] >> release_lock
     dag.fileloc = dag_file or sys._getframe(1).f_code.co_filename
     return dag
+
+
+def _detached(spec: JobSpec) -> list[str]:
+    """An always-on job's driver on the submitting host runs detached from the submit task."""
+    return ["--detach"] if spec.always_on and spec.spark.deploy_mode == "client" else []
+
+
+def _submit(spec: JobSpec) -> dict[str, Any]:
+    """spark-submit's arguments for the job: its connection, deploy mode, settings and packages."""
+    conf = dict(spec.spark.conf)
+    if spec.always_on and spec.spark.deploy_mode == "cluster":  # the cluster runs it on: do not wait
+        conf |= {"spark.yarn.submit.waitAppCompletion": "false",
+                 "spark.kubernetes.submission.waitAppCompletion": "false"}
+    return dict(application=APPLICATION, conn_id=spec.spark.conn_id, deploy_mode=spec.spark.deploy_mode,
+                name=f"stategate-{spec.name}", py_files="{{ stategate_py_files() }}", conf=conf,
+                packages=spec.spark.packages, trigger_rule=JOIN,
+                env_vars={"PYSPARK_PYTHON": sys.executable, "PYSPARK_DRIVER_PYTHON": sys.executable})
 
 
 def _broken(name: str, error: str, dag_file: str) -> DAG:

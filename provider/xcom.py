@@ -9,8 +9,12 @@ from __future__ import annotations
 REPORT = "report"
 #: The report as Markdown, for the approval request and notifications.
 REPORT_MARKDOWN = "report_markdown"
-#: FULL, PARTIAL, UNKNOWN, INCOMPATIBLE, or ``analyzer.FIRST_DEPLOY``.
+#: FULL, PARTIAL, UNKNOWN, INCOMPATIBLE, or ``analyzer.FIRST_DEPLOY`` (``RESTORED``: a rollback
+#: that restores the archived state of the version it returns to).
 VERDICT = "verdict"
+#: The worst verdict the restarted job may accept (``run --accept``): the gate's, or FULL where a
+#: rollback restored the state the job's own SQL built.
+ACCEPT = "accept"
 #: The new SQL as staged for spark-submit (a URI the cluster reads).
 STAGED_SQL = "staged_sql"
 #: The job's checkpoint, as spark-submit should name it.
@@ -20,6 +24,8 @@ DEPLOYMENT = "deployment"
 #: The archived checkpoint a clear-state moved away, as spark-submit should name it: the new
 #: version takes over from it (``run --take-over``).
 ARCHIVED = "archived"
+#: The archived checkpoint a rollback restores (the gate's decision).
+RESTORE = "restore"
 
 #: The task id the gate has unless a DAG names it otherwise.
 GATE_TASK_ID = "gate"

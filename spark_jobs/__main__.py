@@ -1,15 +1,25 @@
 """``python -m stategate.spark_jobs run --sql JOB.sql --checkpoint DIR``; also the spark-submit application.
 
     spark-submit <site-packages>/stategate/spark_jobs/__main__.py run --sql job.sql --checkpoint /state/job/checkpoint
+    python -m stategate.spark_jobs stop --checkpoint /state/job/checkpoint [--timeout 300]
 
-Exit status: 0 when the job ran (or, with a processing-time trigger, was stopped); 2 on invalid
-SQL; 3 when the checkpoint guard refused to start.
+``run`` runs the job to the end of its input (``--trigger available-now``) or until a stop is asked
+(``processing-time=<interval>``: always on); with ``--detach`` (client deploy mode) it starts the
+job detached from spark-submit and returns once it runs (:mod:`spark_jobs.detach`). ``stop`` asks
+the job running on a checkpoint to stop after the micro-batch it is in, and waits
+(:mod:`spark_jobs.lifecycle`).
+
+Exit status: 0 when the job ran to its end or was stopped (``stop``: when the job is down, or was
+not running); 2 on invalid SQL; 3 when the checkpoint guard refused to start; 4 when ``stop``
+timed out with the job still running; 1 when a query failed.
 """
 
 from __future__ import annotations
 
 import argparse
 import logging
+import os
+import socket
 import sys
 from pathlib import Path
 
@@ -17,8 +27,9 @@ from stategate.analyzer import Verdict
 from stategate.analyzer.errors import SQLModelError
 from stategate.spark_jobs.cutover import BOUNDED, REPLAY_POLICIES, TakeOverRefused
 from stategate.spark_jobs.guard import CheckpointRefused
+from stategate.spark_jobs.lifecycle import HEARTBEAT_S, JobFailed
 
-EXIT_INVALID, EXIT_REFUSED = 2, 3
+EXIT_INVALID, EXIT_REFUSED, EXIT_STILL_RUNNING = 2, 3, 4
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -40,6 +51,16 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--replay", choices=REPLAY_POLICIES, default=BOUNDED,
                      help="with --take-over: what to read again (default bounded: what open windows need)")
     run.add_argument("--master", help="Spark master when run without spark-submit (default local[2])")
+    run.add_argument("--heartbeat", type=float, default=HEARTBEAT_S, metavar="SECONDS",
+                     help=f"how often the job says it runs and looks for a stop request (default {HEARTBEAT_S:.0f})")
+    run.add_argument("--detach", action="store_true",
+                     help="under spark-submit in client deploy mode: start the job detached, return once it runs")
+    run.add_argument("--startup-timeout", type=float, default=600, metavar="SECONDS",
+                     help="with --detach: how long to wait for the job to run (default 600)")
+    stop = commands.add_parser("stop", help="stop the job running on a checkpoint, after the micro-batch it is in")
+    stop.add_argument("--checkpoint", required=True, help="the job's checkpoint directory (any URI Spark reads)")
+    stop.add_argument("--timeout", type=float, default=300, metavar="SECONDS",
+                      help="how long to wait for the job to stop (default 300)")
     return parser
 
 
@@ -61,11 +82,20 @@ def read_sql(spark, location: str) -> str:
 def main(argv: list[str] | None = None) -> int:
     parser = _parser()
     args = parser.parse_args(argv)
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
+    logging.getLogger("py4j").setLevel(logging.WARNING)  # its every gateway call, at INFO
+    if args.command == "stop":
+        return _stop(args)
     args.take_over = args.take_over or None
     if args.take_over and not args.fresh:
         parser.error("--take-over starts a new checkpoint: add --fresh")
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s %(name)s %(levelname)s %(message)s")
-    logging.getLogger("py4j").setLevel(logging.WARNING)  # its every gateway call, at INFO
+    if args.detach:
+        from stategate.spark_jobs.detach import launch
+
+        if "PYSPARK_GATEWAY_PORT" not in os.environ:
+            parser.error("--detach starts the job as spark-submit was asked to: run it under spark-submit")
+        return launch([a for a in (argv if argv is not None else sys.argv[1:]) if a != "--detach"],
+                      args.startup_timeout)
     from stategate.spark_jobs.session import get_session
 
     spark = get_session(f"stategate:{Path(args.sql).stem}", master=args.master)
@@ -86,19 +116,49 @@ def _run(spark, args: argparse.Namespace) -> int:
         print(f"stategate: cannot read {args.sql}: {error}", file=sys.stderr)
         return EXIT_INVALID
     try:
-        result = run(spark, sql, args.checkpoint, source=args.sql, trigger=args.trigger,
-                     fresh=args.fresh, accept=Verdict(args.accept), take_over=args.take_over, replay=args.replay)
+        result = run(spark, sql, args.checkpoint, source=args.sql, trigger=args.trigger, fresh=args.fresh,
+                     accept=Verdict(args.accept), take_over=args.take_over, replay=args.replay,
+                     heartbeat_s=args.heartbeat)
     except SQLModelError as error:
         print(f"stategate: {error}", file=sys.stderr)
         return EXIT_INVALID
     except (CheckpointRefused, TakeOverRefused) as error:
         print(f"stategate: {error}", file=sys.stderr)
         return EXIT_REFUSED
+    except JobFailed as error:
+        print(f"stategate: {error}", file=sys.stderr)
+        return 1
     verdict = result.report.verdict.value if result.report else "FRESH"
     for cutover in result.cutovers.values():
         print(f"stategate: take-over {cutover.describe()}")
-    print(f"stategate: {args.sql} ran ({verdict}); checkpoint {args.checkpoint}")
+    ended = f", {result.application.detail}" if result.application is not None else ""
+    print(f"stategate: {args.sql} ran ({verdict}){ended}; checkpoint {args.checkpoint}")
     return 0
+
+
+def _stop(args: argparse.Namespace) -> int:
+    """Ask the job on ``--checkpoint`` to stop; wait for it. A local checkpoint needs no Spark
+    session; any other is reached through Hadoop, as the job reaches it."""
+    from stategate.spark_jobs.checkpoint import WritableCheckpoint
+    from stategate.spark_jobs.lifecycle import stop
+    from stategate.spark_jobs.storage import HadoopStorage, LocalFiles, is_local
+
+    if is_local(args.checkpoint):
+        stopped = stop(WritableCheckpoint(LocalFiles(), args.checkpoint), args.timeout, _asker())
+    else:
+        from stategate.spark_jobs.session import get_session
+
+        spark = get_session("stategate:stop", master="local[1]")
+        try:
+            stopped = stop(WritableCheckpoint(HadoopStorage(spark), args.checkpoint), args.timeout, _asker())
+        finally:
+            spark.stop()
+    print(f"stategate: {stopped.message}", file=sys.stdout if stopped.down else sys.stderr, flush=True)
+    return 0 if stopped.down else EXIT_STILL_RUNNING
+
+
+def _asker() -> str:
+    return f"stategate stop ({socket.gethostname()}, pid {os.getpid()})"
 
 
 if __name__ == "__main__":

@@ -9,6 +9,8 @@
     <checkpoint>/_stategate/job.sql           the SQL the state was built by
     <checkpoint>/_stategate/signature.json    the state it implies (``analyzer.signature``)
     <checkpoint>/_stategate/take-over.json    the archive a fresh checkpoint took over from
+    <checkpoint>/_stategate/running.json      the application running on it (its driver's heartbeat)
+    <checkpoint>/_stategate/stop.json         a request that it stop, from wherever it is asked
 
 One query per pipeline, in a directory named after it (:func:`query_dir`). Every reader of these
 files reads them here: the job through Hadoop (``spark_jobs.storage.HadoopStorage``), the Airflow
@@ -27,14 +29,17 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from enum import Enum
 from typing import Any, Protocol
 
 #: Beside Spark's files in every checkpoint: stategate's own record.
 RECORD_DIR = "_stategate"
 #: The record's files: the SQL the state was built by, the state layout it implies, and the
-#: archive a fresh checkpoint took over from.
+#: archive a fresh checkpoint took over from; the application running on it, and a stop request.
 JOB_SQL, SIGNATURE, TAKE_OVER = "job.sql", "signature.json", "take-over.json"
+RUNNING, STOP = "running.json", "stop.json"
 #: Spark's logs in a query's checkpoint directory.
 OFFSETS, COMMITS, SOURCES = "offsets", "commits", "sources"
 #: The version line of Spark's log files.
@@ -60,6 +65,8 @@ class WritableFiles(CheckpointFiles, Protocol):
     def write_text(self, uri: str, text: str) -> None: ...
 
     def mkdirs(self, uri: str) -> None: ...
+
+    def delete(self, uri: str) -> None: ...
 
 
 def query_dir_name(pipeline: str) -> str:
@@ -116,6 +123,75 @@ class PlannedBatch:
                     for topic, partitions in found.items()}
         except (IndexError, ValueError, TypeError, AttributeError):
             return None
+
+
+class AppState(str, Enum):
+    """Where an application on a checkpoint is in its life."""
+
+    RUNNING = "running"
+    STOPPING = "stopping"  # a stop was asked: it finishes the micro-batch it is in
+    STOPPED = "stopped"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Application:
+    """The job running on a checkpoint, as its driver says in ``_stategate/running.json``: what runs
+    (``sql_digest``: the SHA-256 of its SQL), where, since when, and how alive.
+
+    :param id: Spark's application id
+    :param master: the master it runs on
+    :param host: the driver's host
+    :param pid: the driver's process
+    :param trigger: its Spark trigger (``available-now``, ``processing-time=...``)
+    :param sql_digest: which version of the job runs
+    :param started_at: when it started (ISO 8601, UTC)
+    :param heartbeat_at: when its driver last said it runs (ISO 8601, UTC)
+    :param heartbeat_s: how often it says so: a heartbeat older than :data:`SILENT_AFTER` of these
+        is a driver that is gone
+    :param state: where it is in its life
+    :param committed_at_start: each pipeline's last committed micro-batch when it started
+    :param detail: why it failed, or how it stopped
+    :param log: where the driver's output goes, where stategate started it (a detached launch)
+    """
+
+    id: str
+    master: str
+    host: str
+    pid: int
+    trigger: str
+    sql_digest: str
+    started_at: str
+    heartbeat_at: str
+    heartbeat_s: float
+    state: AppState = AppState.RUNNING
+    committed_at_start: dict[str, int | None] = field(default_factory=dict)
+    detail: str = ""
+    log: str = ""
+
+    def to_json(self) -> str:
+        return json.dumps({**asdict(self), "state": self.state.value}, indent=2)
+
+    @classmethod
+    def from_json(cls, text: str) -> Application:
+        data = json.loads(text)
+        return cls(**{**{k: data[k] for k in cls.__dataclass_fields__ if k in data},
+                      "state": AppState(data["state"])})
+
+    def alive(self, now: datetime | None = None) -> bool:
+        """Whether its driver still runs: it says it runs (or stops), and said so lately."""
+        if self.state not in (AppState.RUNNING, AppState.STOPPING):
+            return False
+        silent = ((now or utc_now()) - datetime.fromisoformat(self.heartbeat_at)).total_seconds()
+        return silent <= SILENT_AFTER * self.heartbeat_s
+
+
+#: Heartbeats missed before a driver counts as gone (killed, its host lost).
+SILENT_AFTER = 6
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 class SourceLogError(ValueError):
@@ -239,6 +315,16 @@ class Checkpoint:
         text = self._read(TAKE_OVER)
         return None if text is None else json.loads(text)
 
+    def application(self) -> Application | None:
+        """The application that last ran on this checkpoint, as its driver last said; None if none did."""
+        text = self._read(RUNNING)
+        return None if text is None else Application.from_json(text)
+
+    def stop_requested(self) -> dict[str, Any] | None:
+        """A request that the application stop: who asked, when; None if nobody did."""
+        text = self._read(STOP)
+        return None if text is None else json.loads(text)
+
     def _read(self, name: str) -> str | None:
         path = self.record_path(name)
         return self.files.read_text(path) if self.files.exists(path) else None
@@ -258,6 +344,21 @@ class WritableCheckpoint(Checkpoint):
 
     def record_take_over(self, take_over: dict[str, Any]) -> None:
         self.files.write_text(self.record_path(TAKE_OVER), json.dumps(take_over, indent=2))
+
+    def announce(self, application: Application) -> None:
+        """Say what runs here (and that it still does)."""
+        self.files.mkdirs(self.record_path())
+        self.files.write_text(self.record_path(RUNNING), application.to_json())
+
+    def request_stop(self, by: str) -> None:
+        """Ask the application running here to stop (it sees the request through the checkpoint's
+        storage, wherever its driver runs)."""
+        self.files.mkdirs(self.record_path())
+        self.files.write_text(self.record_path(STOP), json.dumps({"by": by, "at": utc_now().isoformat()}))
+
+    def withdraw_stop(self) -> None:
+        if self.files.exists(self.record_path(STOP)):
+            self.files.delete(self.record_path(STOP))
 
     def seed_source_log(self, pipeline: str, files: list[tuple[str, int]]) -> bool:
         """Log ``files`` as read, as the first entry of the pipeline's only source, before its

@@ -161,6 +161,25 @@ def cutovers(storage: CheckpointFiles, archived: str, model: JobModel, policy: s
     return found
 
 
+def seam(storage: CheckpointFiles, replaced: str, model: JobModel) -> dict[str, Cutover]:
+    """Where a restored checkpoint takes over again from the version that replaced it (a rollback):
+    each pipeline of ``model`` that continues one the replacing version ran (its checkpoint,
+    ``replaced``, read only) emits only windows ending after that version's last committed
+    watermark, which it emitted. Its state goes on from its own checkpoint: nothing is skipped or
+    cut, only the seam is kept. A pipeline the replacing version never committed a batch of has none."""
+    old = _old_model(storage, replaced)
+    found = {}
+    for pipeline in model.pipelines:
+        if continued(old, model, pipeline) is None:
+            continue
+        query = Checkpoint(storage, replaced).query(pipeline.name)
+        committed = query.committed()
+        watermark = query.watermark(committed[-1]) if committed else None
+        if watermark is not None:
+            found[pipeline.name] = Cutover(pipeline.name, watermark, None, (), 0, 0)
+    return found
+
+
 def volumes(storage: CheckpointFiles, checkpoint: str, model: JobModel) -> dict[str, ReplayVolume]:
     """What a bounded take-over from ``checkpoint`` would read of the old version's input, beside a
     full replay, for each pipeline with a cutover (by name); where a bounded take-over would be

@@ -6,7 +6,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Callable, Mapping
 
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql.streaming import StreamingQuery
@@ -14,12 +14,13 @@ from pyspark.sql.streaming import StreamingQuery
 from stategate.analyzer import Report, SQLModelError, Verdict, build
 from stategate.analyzer.runnable import check_settings
 from stategate.analyzer.settings import ignored, spark_settings
-from stategate.spark_jobs.checkpoint import WritableCheckpoint, query_dir
+from stategate.spark_jobs.checkpoint import Application, WritableCheckpoint, query_dir
 from stategate.spark_jobs.compile import CompiledPipeline, compile_pipeline
 from stategate.spark_jobs.connectors import BatchWriter, batch_writer
 from stategate.spark_jobs.cutover import BOUNDED, FULL, REPLAY_POLICIES, Cutover, TakeOver, cutovers
 from stategate.spark_jobs.guard import CheckpointGuard
 from stategate.spark_jobs.late_rows import late_rows
+from stategate.spark_jobs.lifecycle import HEARTBEAT_S, Supervisor
 from stategate.spark_jobs.session import job_settings, try_settings
 from stategate.spark_jobs.storage import HadoopStorage
 
@@ -34,6 +35,7 @@ class RunResult:
     report: Report | None  # the change against the checkpoint's SQL; None on a fresh start
     queries: list[StreamingQuery]
     cutovers: dict[str, Cutover] = field(default_factory=dict)  # a take-over's, by pipeline
+    application: Application | None = None  # how the job ended, when run to its end
 
 
 def trigger_options(trigger: str) -> dict:
@@ -58,9 +60,14 @@ def run(
     wait: bool = True,
     take_over: str | None = None,
     replay: str = BOUNDED,
+    heartbeat_s: float = HEARTBEAT_S,
 ) -> RunResult:
     """Start the job. ``writers`` replaces the sink of a pipeline (by name), for tests and tools; a
     writer acts on its batch once, as every action runs the batch's stateful aggregation again.
+
+    With ``wait`` the job runs to its end: the end of its input (``available-now``), or a stop
+    asked through its checkpoint (:mod:`spark_jobs.lifecycle`; every ``heartbeat_s`` it says it
+    runs and looks for one). Without, the queries are returned running, unsupervised.
 
     ``take_over`` is the archived checkpoint of the version this one replaces after its state was
     cleared (``fresh``): with ``replay`` bounded (the default) each pipeline re-reads only what its
@@ -107,22 +114,24 @@ def run(
         state.record_take_over(TakeOver(take_over, replay, taken).to_dict())
     for name, cutover in taken.items():  # a resumed take-over's query may not have started yet
         state.seed_source_log(name, list(cutover.skipped))
+    supervisor = Supervisor(state, sql, trigger, heartbeat_s)
     queries = []
     listener = late_rows(spark)
     try:
         with job_settings(spark, settings):
             for plan, writer in zip(compiled, batch_writers):
-                queries.append(_start(plan, writer, query_dir(checkpoint, plan.pipeline.name), options))
+                queries.append(_start(plan, writer, query_dir(checkpoint, plan.pipeline.name), options,
+                                      supervisor.batch_starting))
                 listener.watch(queries[-1], plan.pipeline.name)
-        if wait:
-            for query in queries:
-                query.awaitTermination()
     except BaseException:
         for query in queries:
             if query.isActive:
                 query.stop()
         raise
-    return RunResult(report, queries, taken)
+    if not wait:
+        return RunResult(report, queries, taken)
+    ended = supervisor.supervise(spark, queries, [p.name for p in model.pipelines])
+    return RunResult(report, queries, taken, ended)
 
 
 def _writer(pipeline: CompiledPipeline, source: str) -> BatchWriter:
@@ -134,10 +143,13 @@ def _writer(pipeline: CompiledPipeline, source: str) -> BatchWriter:
         raise error.located(source) from None
 
 
-def _start(pipeline: CompiledPipeline, writer: BatchWriter, location: str, options: dict) -> StreamingQuery:
+def _start(pipeline: CompiledPipeline, writer: BatchWriter, location: str, options: dict,
+           starting: Callable[[], None]) -> StreamingQuery:
+    """The pipeline's streaming query; ``starting`` is asked before a micro-batch writes anything."""
     finalize = pipeline.finalize
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
+        starting()
         with finalize(batch, batch_id) as rows:
             writer(rows, batch_id)
 

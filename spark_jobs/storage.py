@@ -1,4 +1,5 @@
-"""Files beside the checkpoint and in file sinks, through Spark's own Hadoop filesystem layer.
+"""Files beside the checkpoint and in file sinks, through Spark's own Hadoop filesystem layer (and,
+for a command that needs no Spark session, a local filesystem).
 
 The checkpoint may live on a local disk, HDFS or an object store (``s3a://``, ``gs://``): wherever
 Spark can keep its state, the guard's record and the sink's batch files must go too, with the same
@@ -8,7 +9,11 @@ exactly that, instead of a second filesystem client with settings of its own.
 
 from __future__ import annotations
 
+import os
+import re
+import shutil
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql import SparkSession
@@ -102,3 +107,48 @@ class HadoopStorage:
     def delete(self, uri: str) -> None:
         fs, path = self._resolve(uri)
         fs.delete(path, True)
+
+
+@dataclass(frozen=True)
+class LocalFiles:
+    """A checkpoint on a local or mounted filesystem (a plain path or a ``file:`` URI), for a command
+    that needs no Spark session: ``stop`` asks a job to stop in milliseconds, not a JVM's start."""
+
+    @staticmethod
+    def _path(uri: str) -> Path:
+        return Path(re.sub(r"^file:(//)?", "", uri))
+
+    def exists(self, uri: str) -> bool:
+        return self._path(uri).exists()
+
+    def list(self, uri: str) -> list[str]:
+        folder = self._path(uri)
+        return [f"{uri.rstrip('/')}/{child.name}" for child in sorted(folder.iterdir())] if folder.is_dir() else []
+
+    def read_text(self, uri: str) -> str:
+        return self._path(uri).read_text(encoding="utf-8")
+
+    def size(self, uri: str) -> int:
+        return self._path(uri).stat().st_size
+
+    def write_text(self, uri: str, text: str) -> None:
+        """Write beside the target, then move it over: readers see the old or the new text."""
+        target = self._path(uri)
+        staged = target.with_name(f".{target.name}.{os.getpid()}.tmp")
+        staged.write_text(text, encoding="utf-8")
+        os.replace(staged, target)
+
+    def mkdirs(self, uri: str) -> None:
+        self._path(uri).mkdir(parents=True, exist_ok=True)
+
+    def delete(self, uri: str) -> None:
+        path = self._path(uri)
+        if path.is_dir():
+            shutil.rmtree(path)
+        else:
+            path.unlink(missing_ok=True)
+
+
+def is_local(uri: str) -> bool:
+    """Whether ``uri`` is a local path (no scheme, or ``file:``)."""
+    return uri.startswith("file:") or "://" not in uri

@@ -11,12 +11,13 @@ from datetime import datetime, timezone
 from airflow.sdk import ObjectStoragePath
 
 from stategate.provider.deployment.records import read_json, stamp as time_stamp
-from stategate.provider.deployment.root import ARCHIVE, INTENT, JobRoot, StateGateError, fresh, replace_text
+from stategate.provider.deployment.root import ARCHIVE, CHECKPOINT, INTENT, JobRoot, StateGateError, fresh, replace_text
 from stategate.spark_jobs.checkpoint import JOB_SQL, RECORD_DIR
 
 
 class Archiver:
-    """Moves a job's state to ``archive/<stamp>/``, and finishes a move a crash interrupted.
+    """Moves a job's state to ``archive/<stamp>/`` (and an archived checkpoint back, for a rollback),
+    and finishes a move a crash interrupted.
 
     On a local filesystem one rename: a crash leaves the state where it was or wholly archived. On
     a store without directory renames (object stores) the move is copy, verify (size and SHA-256 of
@@ -47,6 +48,32 @@ class Archiver:
         if target.exists():
             raise StateGateError(f"refusing to archive over {target}: it already exists")
         target.parent.mkdir(parents=True, exist_ok=True)
+        return self._move(source, target)
+
+    def restore(self, archived: str) -> ObjectStoragePath:
+        """Move the archived checkpoint ``archived`` (``archive/<stamp>/<name>``, relative to the
+        job's state home, or as Spark names it) back to be the job's checkpoint. The checkpoint must
+        hold no state (archive it first): nothing is overwritten."""
+        self.finish()
+        parts = self.archive_parts(archived)
+        source = self.root.state_path(*parts) if parts is not None else None
+        if source is None or not self.root.has_state(source):
+            raise StateGateError(f"refusing to restore {archived}: it is not an archived checkpoint of "
+                                 f"{self.root.job_name} ({ARCHIVE}/<stamp>/<name> under {self.root.state_home})")
+        target = self.root.checkpoint
+        if self.root.has_state(target):
+            raise StateGateError(f"refusing to restore {archived} over {target}, which holds state: archive it "
+                                 "first; nothing was moved")
+        if target.exists():
+            target.rmdir(recursive=True)  # an empty directory a move left behind
+        restored = self._move(source, target)
+        stamp = fresh(source.parent)
+        if stamp.exists() and not any(True for _ in stamp.iterdir()):
+            stamp.rmdir()  # the archive's own directory, now empty
+        return restored
+
+    def _move(self, source: ObjectStoragePath, target: ObjectStoragePath) -> ObjectStoragePath:
+        """One rename on a local filesystem; else copy, verify, delete, each step in the intent."""
         if self.root.state_is_local:
             try:
                 os.rename(source.path, target.path)
@@ -55,6 +82,20 @@ class Archiver:
                 if error.errno != errno.EXDEV:
                     raise
         return self._copy_verify_delete(source, target)
+
+    def archive_parts(self, location: str) -> tuple[str, ...] | None:
+        """``location`` (``archive/<stamp>/<name>`` relative to the job's state home, or a full path
+        or URI as Spark names it) as the parts of a path of the state home; None if it is not an
+        archived state of this job."""
+        home = self.root.spark_uri(self.root.state_home).rstrip("/")
+        for prefix in (home + "/", self.root.state_home.path.rstrip("/") + "/"):
+            if location.startswith(prefix):
+                location = location[len(prefix):]
+                break
+        parts = tuple(location.strip("/").split("/"))
+        if location.startswith("/") or "://" in location or len(parts) != 3 or parts[0] != ARCHIVE:
+            return None
+        return parts
 
     def finish(self) -> ObjectStoragePath | None:
         """Finish (or undo) a move a crash interrupted; the archive, if it is complete."""
@@ -73,16 +114,21 @@ class Archiver:
 
     def _read_intent(self) -> tuple[str, ObjectStoragePath, ObjectStoragePath]:
         """The step, source and target of an interrupted move, each path resolved as a new one would
-        be: the source a state path inside the job root, the target ``archive/<stamp>/<name>``. An
-        intent that names anything else (edited, corrupted: ``../``, an absolute path, the job's
-        bookkeeping) is refused and everything is kept, the intent too, for a human to read."""
+        be: an archive (a state path inside the job root to ``archive/<stamp>/<name>``) or a restore
+        (``archive/<stamp>/<name>`` to the checkpoint). An intent that names anything else (edited,
+        corrupted: ``../``, an absolute path, the job's bookkeeping) is refused and everything is
+        kept, the intent too, for a human to read."""
         intent = read_json(self.intent_path)
         problem = None
         if not isinstance(intent, dict) or intent.get("step") not in ("copying", "deleting") \
                 or not all(isinstance(intent.get(k), str) for k in ("source", "target")):
             problem = "it is not a move's record (step copying|deleting, source, target)"
-        elif intent["target"].startswith("/") or len(intent["target"].split("/")) != 3 \
-                or intent["target"].split("/")[0] != ARCHIVE:
+        elif intent["target"] == CHECKPOINT:
+            restored = self.archive_parts(intent["source"])
+            if restored is not None:
+                return intent["step"], self.root.state_path(*restored), self.root.checkpoint
+            problem = f"its source {intent['source']!r} is not {ARCHIVE}/<stamp>/<name>"
+        elif self.archive_parts(intent["target"]) is None:
             problem = f"its target {intent['target']!r} is not {ARCHIVE}/<stamp>/<name>"
         if problem is None:
             try:

@@ -1,9 +1,9 @@
-"""The deployed checkpoint's files, read only, as the job and its take-over read them.
+"""A job's checkpoints (the deployed one, and those in its archive), as the job and its take-over read them.
 
 The gate (and ``stategate check --deployed``) reads what the job recorded beside its state and
 Spark's own logs (:mod:`spark_jobs.checkpoint`) to judge the new SQL, and, before a redeploy clears
-the state, estimates what the new version's take-over would read again (:func:`spark_jobs.cutover.volumes`),
-by the URIs Spark wrote. Files inside the checkpoint are read through the job root, so its
+the state, estimates what the new version's take-over would read again
+(:func:`spark_jobs.cutover.volumes`), by the URIs Spark wrote; a rollback reads an archived one. Files inside the checkpoint are read through the job root, so its
 confinement holds (no link followed); the source files the logs name, which live wherever the job's
 tables are, are only looked at (exists, size), never opened.
 """
@@ -14,18 +14,23 @@ import re
 
 from airflow.sdk import ObjectStoragePath
 
-from stategate.provider.deployment.root import CHECKPOINT, JobRoot, StateGateError, fresh, read_text
+from stategate.provider.deployment.root import CHECKPOINT, JobRoot, StateGateError, fresh, read_text, replace_text
 
 
 class DeployedCheckpoint:
-    """:class:`spark_jobs.checkpoint.CheckpointFiles` over the job root's checkpoint.
+    """:class:`spark_jobs.checkpoint.WritableFiles` over a checkpoint in the job's state home: it
+    reads Spark's files and stategate's record, and writes nothing but what a running job is asked
+    through its checkpoint (a stop request) and what a restored one must know (its seam).
 
     :param job: the job whose checkpoint is read
+    :param parts: where the checkpoint is in the job's state home (default: the deployed one;
+        ``("archive", stamp, "checkpoint")``: an archived one)
     """
 
-    def __init__(self, job: JobRoot) -> None:
+    def __init__(self, job: JobRoot, parts: tuple[str, ...] = (CHECKPOINT,)) -> None:
         self.job = job
-        self.uri = job.spark_uri(job.checkpoint).rstrip("/")
+        self.parts = parts
+        self.uri = job.spark_uri(job.state_path(*parts)).rstrip("/")
 
     def exists(self, uri: str) -> bool:
         return self._path(uri).exists()
@@ -41,12 +46,23 @@ class DeployedCheckpoint:
         path = self._path(uri)
         return int(path.fs.size(path.path))
 
+    def write_text(self, uri: str, text: str) -> None:
+        replace_text(self._inside(uri), text)
+
+    def mkdirs(self, uri: str) -> None:
+        self._inside(uri).mkdir(parents=True, exist_ok=True)
+
+    def delete(self, uri: str) -> None:
+        path = self._inside(uri)
+        if path.exists():
+            path.unlink()
+
     def _inside(self, uri: str) -> ObjectStoragePath:
         """A file of the checkpoint, through the job root (links refused); anything else is refused."""
         if uri != self.uri and not uri.startswith(self.uri + "/"):
             raise StateGateError(f"refusing to read {uri}: it is outside the checkpoint {self.uri}")
         below = uri[len(self.uri):].strip("/")
-        return fresh(self.job.state_path(CHECKPOINT, *(below.split("/") if below else ())))
+        return fresh(self.job.state_path(*self.parts, *(below.split("/") if below else ())))
 
     def _path(self, uri: str) -> ObjectStoragePath:
         """A checkpoint file, or a source file as Spark named it (``s3a://`` is the store's ``s3://``)."""

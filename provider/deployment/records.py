@@ -26,6 +26,10 @@ class DeploymentRecord:
     :param deployed_at: when the record task recorded it (ISO 8601, UTC)
     :param dag_id: the DAG that deployed it
     :param dag_run_id: the DAG run that deployed it
+    :param application: the application that ran it when it was recorded (its driver's own words,
+        ``spark_jobs.checkpoint.Application``): what is running, where, since when
+    :param archived: the checkpoint this redeploy archived (the previous version's state), as Spark
+        names it; a rollback restores it
     """
 
     sql: str
@@ -35,11 +39,14 @@ class DeploymentRecord:
     deployed_at: str | None = None
     dag_id: str | None = None
     dag_run_id: str | None = None
+    application: dict[str, Any] | None = None
+    archived: str | None = None
 
-    def deployed(self, *, signature: dict[str, Any] | None, dag_id: str, dag_run_id: str) -> DeploymentRecord:
+    def deployed(self, *, signature: dict[str, Any] | None, application: dict[str, Any] | None,
+                 archived: str | None, dag_id: str, dag_run_id: str) -> DeploymentRecord:
         """The draft, completed once the job ran with it."""
-        return replace(self, signature=signature, deployed_at=datetime.now(timezone.utc).isoformat(),
-                       dag_id=dag_id, dag_run_id=dag_run_id)
+        return replace(self, signature=signature, application=application, archived=archived,
+                       deployed_at=datetime.now(timezone.utc).isoformat(), dag_id=dag_id, dag_run_id=dag_run_id)
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)

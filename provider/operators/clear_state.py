@@ -12,7 +12,8 @@ from stategate.provider.operators.base import JobRootOperator
 
 
 class ClearStateOperator(JobRootOperator):
-    """Move the job's checkpoint to ``<root>/<job>/archive/<timestamp>/``.
+    """Move the job's checkpoint to ``<root>/<job>/archive/<timestamp>/``, never while a job runs on it
+    (stop it first: :class:`~stategate.provider.operators.stop.StopJobOperator`).
 
     An atomic rename where the filesystem allows it; elsewhere copy, verify, then delete. Paths
     outside the job root, ``..`` and symbolic links are refused. Returns the archive location, and
@@ -34,7 +35,7 @@ class ClearStateOperator(JobRootOperator):
     def execute(self, context) -> str | None:
         hook = self.hook
         try:
-            archived = hook.archiver.archive(self.state_path, stamp=_stamp(context))
+            archived = hook.clear_state(self.state_path, stamp_of(context))
         except StateGateError as error:
             raise AirflowFailException(str(error)) from None
         if archived is None:
@@ -46,6 +47,7 @@ class ClearStateOperator(JobRootOperator):
         return str(archived)
 
 
-def _stamp(context) -> str | None:
+def stamp_of(context) -> str | None:
+    """The archive's name for a task try: the run's time and the try (a retry archives anew)."""
     when = context.get("ts_nodash_with_tz") or context.get("ts_nodash")
-    return f"{when}-{context['ti'].try_number}" if when else None
+    return f"{when}-{context['ti'].task_id}-{context['ti'].try_number}" if when else None

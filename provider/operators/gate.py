@@ -25,7 +25,8 @@ ON_UNKNOWN = tuple(policy.value for policy in OnUnknown)
 class StateGateOperator(JobRootOperator, BaseBranchOperator):
     """Branch a redeploy on the state-compatibility verdict of the job's SQL change.
 
-    FULL / PARTIAL → ``restart_task_id`` (restart from the checkpoint); INCOMPATIBLE →
+    A job that runs (always on) with the same SQL under the same trigger → ``unchanged_task_id``
+    (left alone). FULL / PARTIAL → ``restart_task_id`` (restart from the checkpoint); INCOMPATIBLE →
     ``clear_task_id`` (archive the state, then start fresh); no deployed version or no state →
     ``first_deploy_task_id``; UNKNOWN → per ``on_unknown``: ``"approve"`` (``approval_task_id``, a
     human decides), ``"clear_state"`` or ``"fail"``. The decision is the hook's
@@ -62,6 +63,14 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
     :param on_unknown: ``"approve"``, ``"clear_state"`` or ``"fail"`` (templated)
     :param replay: what a clear-state's take-over re-reads, checked here before anything changes:
         ``"bounded"``, ``"full"`` or ``"none"`` (templated)
+    :param trigger: the Spark trigger the job is submitted with (``available-now``, or
+        ``processing-time=<interval>`` for an always-on job)
+    :param unchanged_task_id: the branch of a running job whose SQL and trigger are unchanged
+    :param rollback: ``"true"``: return to the deployment before the version that last ran
+        (:meth:`DeploymentHook.rollback_target`) instead of deploying ``sql``; its SQL is judged
+        like any other, and where the redeploy being undone cleared its state, that state is
+        restored (templated)
+    :param restore_task_id: the branch of a rollback that restores the archived state
     :param restart_task_id: the branch that restarts from the checkpoint (FULL, PARTIAL)
     :param clear_task_id: the branch that archives the state first (INCOMPATIBLE)
     :param first_deploy_task_id: the branch of a job with no deployed version or no state
@@ -74,7 +83,7 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
     """
 
     template_fields: Sequence[str] = (*JobRootOperator.template_fields, "sql", "sql_dir", "on_unknown", "replay",
-                                      "verdict", "report_markdown")
+                                      "rollback", "verdict", "report_markdown")
     template_fields_renderers = {"sql": "sql", "report_markdown": "md"}
     template_ext: Sequence[str] = ()
     overwrite_rtif_after_execution = True
@@ -87,6 +96,10 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         sql_dir: str | None = None,
         on_unknown: str = "approve",
         replay: str = "bounded",
+        trigger: str = "available-now",
+        unchanged_task_id: str = "unchanged",
+        rollback: str = "false",
+        restore_task_id: str = "restore",
         restart_task_id: str = "restart",
         clear_task_id: str = "clear",
         first_deploy_task_id: str = "first_deploy",
@@ -103,6 +116,10 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         self.sql_dir = sql_dir
         self.on_unknown = on_unknown
         self.replay = replay
+        self.trigger = trigger
+        self.unchanged_task_id = unchanged_task_id
+        self.rollback = rollback
+        self.restore_task_id = restore_task_id
         self.restart_task_id = restart_task_id
         self.clear_task_id = clear_task_id
         self.first_deploy_task_id = first_deploy_task_id
@@ -118,7 +135,8 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         try:
             self._check_conf(context)
             on_unknown = self._on_unknown()
-            model, sql = self._model()
+            rollback = self._rollback()
+            new = None if rollback else self._model(*self._read_sql())
         except AirflowFailException as refused:
             self.report_markdown = f"**Refused; nothing was read or changed in the job root.** {refused}"
             raise
@@ -129,7 +147,18 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
             finished = hook.archiver.finish()
             if finished is not None:
                 self.log.warning("finished archiving %s to %s, which a crash had interrupted", self.job_name, finished)
-            decision = hook.decide(model, sql, on_unknown)
+            restore = None
+            if new is None:  # a rollback: the SQL of the deployment it returns to
+                try:
+                    target = hook.rollback_target()
+                except StateGateError as error:
+                    raise AirflowFailException(str(error)) from None
+                new = self._model(target.sql, f"{hook.records.path} (deployed {target.deployed_at})")
+                restore = hook.restorable(target)
+                self.log.info("rolling %s back to its deployment of %s%s", self.job_name, target.deployed_at,
+                              f", restoring its state from {restore}" if restore else "")
+            model, sql = new
+            decision = hook.decide(model, sql, on_unknown, self.trigger, restore)
             self._publish(context, decision, hook.records.stage_sql(sql, run_id))
             report = decision.judgement.report
             if decision.notify and report is not None:
@@ -144,7 +173,8 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
 
     @property
     def _task_ids(self) -> dict[Branch, str]:
-        return {Branch.RESTART: self.restart_task_id, Branch.CLEAR: self.clear_task_id,
+        return {Branch.UNCHANGED: self.unchanged_task_id, Branch.RESTORE: self.restore_task_id,
+                Branch.RESTART: self.restart_task_id, Branch.CLEAR: self.clear_task_id,
                 Branch.FIRST_DEPLOY: self.first_deploy_task_id, Branch.APPROVAL: self.approval_task_id}
 
     def _check_conf(self, context) -> None:
@@ -161,16 +191,22 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
             raise AirflowFailException(f"replay must be one of {', '.join(REPLAY_POLICIES)}, not {self.replay!r}; "
                                        "nothing was read or changed")
 
+    def _rollback(self) -> bool:
+        text = str(self.rollback).strip().lower()
+        if text not in ("true", "false", ""):
+            raise AirflowFailException(f"rollback must be true or false, not {self.rollback!r}; nothing was read or "
+                                       "changed")
+        return text == "true"
+
     def _on_unknown(self) -> OnUnknown:
         try:
             return OnUnknown(self.on_unknown)
         except ValueError:
             raise AirflowFailException(f"on_unknown must be one of {ON_UNKNOWN}, not {self.on_unknown!r}") from None
 
-    def _model(self) -> tuple[JobModel, str]:
-        """The new SQL's model, refused (nothing read of the root, nothing changed) where it does not
-        parse or holds a construct the engine cannot run: with the job's own message and place."""
-        sql, source = self._read_sql()
+    def _model(self, sql: str, source: str) -> tuple[JobModel, str]:
+        """The new SQL's model, refused (nothing changed) where it does not parse or holds a
+        construct the engine cannot run: with the job's own message and place."""
         try:
             model = build(sql, source=source)
         except SQLModelError as error:
@@ -223,9 +259,12 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         report = decision.judgement.report
         self.verdict = decision.record.verdict
         ti.xcom_push(key=xcom.VERDICT, value=self.verdict)
+        ti.xcom_push(key=xcom.ACCEPT, value=decision.accept.value)
         ti.xcom_push(key=xcom.STAGED_SQL, value=hook.job.spark_uri(staged))
         ti.xcom_push(key=xcom.CHECKPOINT, value=hook.job.spark_uri(hook.job.checkpoint))
         ti.xcom_push(key=xcom.DEPLOYMENT, value=decision.record.to_dict())
+        if decision.restore is not None:
+            ti.xcom_push(key=xcom.RESTORE, value=decision.restore)
         if report is None:
             self.report_markdown = f"First deploy of `{self.job_name}`: no deployed version or no state; it starts fresh."
             self.log.info("first deploy of %s: %s; starting fresh", self.job_name, decision.judgement.first_deploy)

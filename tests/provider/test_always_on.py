@@ -1,0 +1,193 @@
+"""Always-on jobs through real Airflow on the Spark standalone cluster (issue 37).
+
+A job of the example fleet runs all the time (``trigger: processing-time=1 seconds``, submitted
+detached in client deploy mode) while bid files keep arriving. v1 is deployed; v2 adds MAX(price)
+(PARTIAL) and is redeployed while v1 runs: the gate judges it, the running job is stopped after
+the micro-batch it is in, v2 starts on the checkpoint and must commit a micro-batch; then v3
+resizes the window (INCOMPATIBLE): stopped, archived, taken over; then a rollback (the DAG's
+``rollback`` param) returns to v2: v3 stopped and archived, v2's archived state restored, v2
+continues on it past v3's last window. The sink then holds each window once, with what the verdicts
+promise: COUNT and SUM exact in every window, MAX exact in the windows v2 saw whole, v3's windows
+between the two seams, v2's before and after them.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from datetime import datetime, timedelta
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from stategate.provider.hooks.deployment import DeploymentHook
+from stategate.spark_jobs.checkpoint import AppState, Checkpoint
+from stategate.spark_jobs.storage import LocalFiles
+from tests.provider.conftest import fleet_dag, fleet_job
+from tests.spark_jobs.helpers import BID_COLUMNS
+
+START = datetime(2026, 3, 1, 9)
+SUPPLIERS = ("s1", "s2", "s3")
+
+
+def job_sql(data: Path, minutes: int, top: bool) -> str:
+    return f"""
+CREATE TABLE Bid ({BID_COLUMNS},
+  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
+) WITH ('connector' = 'filesystem', 'path' = '{data}/incoming', 'format' = 'csv');
+CREATE TABLE Totals (window_start TIMESTAMP(3), window_end TIMESTAMP(3), supplier_id STRING, bids BIGINT,
+  total DECIMAL(38, 2), top DECIMAL(10, 2))
+WITH ('connector' = 'filesystem', 'path' = '{data}/totals', 'format' = 'parquet');
+INSERT INTO Totals
+SELECT window_start, window_end, supplier_id, COUNT(*), SUM(price), {"MAX(price)" if top else "CAST(NULL AS DECIMAL(10, 2))"}
+FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{minutes}' MINUTES))
+GROUP BY supplier_id, window_start, window_end;
+"""
+
+
+class Feeder(threading.Thread):
+    """Writes a bid file every ``every`` seconds, each a minute of event time later than the last:
+    the stream keeps arriving while redeploys happen."""
+
+    def __init__(self, folder: Path, every: float = 1.5) -> None:
+        super().__init__(daemon=True)
+        self.folder, self.every, self.files = folder, every, 0
+        self.halt = threading.Event()
+
+    def write(self, minute: int, rows: list[str]) -> None:
+        path = self.folder / f"bids-{minute:05d}.csv"
+        path.write_text("\n".join(rows) + "\n")
+        os.utime(path, (1_700_000_000 + minute, 1_700_000_000 + minute))
+
+    def run(self) -> None:
+        while not self.halt.is_set():
+            minute = self.files
+            self.write(minute, [f"{START + timedelta(minutes=minute, seconds=7 * i):%Y-%m-%d %H:%M:%S}.000,"
+                                f"{(minute * 7 + i * 13) % 90 + 1}.{i}0,item{i},{SUPPLIERS[i % 3]}" for i in range(4)])
+            self.files += 1
+            self.halt.wait(self.every)
+
+    def close(self) -> None:
+        """Stop feeding; a last bid far ahead closes every window."""
+        self.halt.set()
+        self.join()
+        self.write(99_999, [f"{START + timedelta(days=1):%Y-%m-%d %H:%M:%S}.000,0.01,closer,closer"])
+
+
+def states(run) -> dict[str, str | None]:
+    return {ti.task_id: ti.state for ti in run.get_task_instances()}
+
+
+def bids(folder: Path) -> pd.DataFrame:
+    frames = [pd.read_csv(p, names=["bidtime", "price", "item", "supplier_id"], parse_dates=["bidtime"])
+              for p in sorted(folder.glob("bids-*.csv"))]
+    frame = pd.concat(frames)
+    return frame[frame.supplier_id != "closer"]
+
+
+@pytest.fixture
+def cluster_connection(spark_cluster, monkeypatch) -> None:
+    host, port = spark_cluster.master_url.rsplit(":", 1)
+    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({
+        "conn_type": "spark", "host": host, "port": int(port),
+        "extra": {"spark-binary": "spark-submit", "deploy-mode": "client"}}))
+
+
+def test_a_running_job_is_redeployed_by_stopping_swapping_and_starting_it(cluster_connection, airflow_home,
+                                                                            tmp_path) -> None:
+    data, root = tmp_path, f"file://{tmp_path / 'root'}"
+    (data / "incoming").mkdir()
+    settings = {"trigger": "processing-time=1 seconds", "healthy_within": 120, "stop_timeout": 120}
+    hook = DeploymentHook(root, "always")
+    feeder = Feeder(data / "incoming")
+    feeder.start()
+    try:
+        first = fleet_job("always", job_sql(data, 10, top=False), root, **settings).test()
+        assert first.state == "success", states(first)
+        assert states(first)["submit_fresh"] == "success" and states(first)["healthy"] == "success"
+        v1 = hook.running()
+        assert v1 is not None and v1.master.startswith("spark://") and v1.state is AppState.RUNNING
+        assert hook.records.read().application["id"] == v1.id, "the record says what runs"
+
+        unchanged = fleet_job("always", job_sql(data, 10, top=False), root, **settings).test()
+        assert states(unchanged)["unchanged"] == "success" and states(unchanged)["stop_restart"] == "skipped"
+        assert hook.running().id == v1.id, "unchanged SQL leaves the running job alone"
+
+        time.sleep(3)
+        second = fleet_job("always", job_sql(data, 10, top=True), root, **settings).test()
+        assert second.state == "success", states(second)
+        assert [t for t in ("restart", "stop_restart", "submit_restart", "healthy", "record")
+                if states(second)[t] != "success"] == []
+        v2 = hook.running()
+        assert v2 is not None and v2.id != v1.id and hook.records.read().verdict == "PARTIAL"
+
+        time.sleep(3)
+        third = fleet_job("always", job_sql(data, 5, top=True), root, **settings).test()
+        assert third.state == "success", states(third)
+        assert [t for t in ("clear", "stop_clear", "clear_state", "submit_fresh", "healthy", "record")
+                if states(third)[t] != "success"] == []
+        v3 = hook.running()
+        assert v3 is not None and hook.records.read().verdict == "INCOMPATIBLE"
+
+        time.sleep(3)
+        back = fleet_dag("always").test(run_conf={"rollback": True})
+        assert back.state == "success", states(back)
+        assert [t for t in ("restore", "stop_restore", "restore_state", "submit_restart", "healthy", "record")
+                if states(back)[t] != "success"] == []
+        restored = hook.running()
+        assert restored is not None and restored.sql_digest == v2.sql_digest, "v2 runs again"
+        assert hook.records.read().verdict == "RESTORED" and "MAX(price)" in hook.records.read().sql
+        time.sleep(3)
+    finally:
+        feeder.close()
+    # The last bid's watermark closes every window; then the job is stopped for good.
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and not _read_closer(hook):
+        time.sleep(1)
+    assert hook.stop_job(120, "test").down
+
+    # The checkpoint is v2's, restored: it took over again from v3's (archived), which had taken over from it.
+    restored_state = Checkpoint(LocalFiles(), str(hook.job.checkpoint.path))
+    again = json.loads(restored_state.files.read_text(restored_state.record_path("take-over.json")))
+    v3_state = Checkpoint(LocalFiles(), again["archived"])
+    w4 = again["pipelines"]["Totals"]["watermark_ms"]
+    w3 = v3_state.take_over()["pipelines"]["Totals"]["watermark_ms"]
+    assert w3 < w4 and len(list((Path(hook.job.state_home.path) / "archive").iterdir())) == 1
+    # v1's last committed batch B: every row v1 read is at most W(B + 1) + the delay.
+    v2_record = next(r for r in hook.records.history() if r.verdict == "PARTIAL")
+    v1_last = v2_record.application["committed_at_start"]["Totals"]
+    w2 = restored_state.query("Totals").watermark(v1_last + 1) + 1000
+
+    out = pd.concat(pd.read_parquet(p) for p in sorted((data / "totals").glob("part-*.parquet")))
+    assert not out.duplicated(["window_start", "window_end", "supplier_id"]).any(), "a window emitted twice"
+    every = bids(data / "incoming")
+    at = lambda ms: pd.Timestamp(ms, unit="ms")  # noqa: E731
+    covered = []
+    for minutes, after, upto in ((10, None, at(w3)), (5, at(w3), at(w4)), (10, at(w4), None)):
+        size = pd.Timedelta(minutes=minutes)
+        truth = every.assign(window_start=every.bidtime.dt.floor(f"{minutes}min")).groupby(
+            ["window_start", "supplier_id"]).agg(bids=("price", "size"), total=("price", "sum"), top=("price", "max"))
+        truth = truth.reset_index().assign(window_end=lambda f: f.window_start + size)
+        span = (truth.window_end > (after or pd.Timestamp.min)) & (truth.window_end <= (upto or pd.Timestamp.max))
+        emitted = out[(out.window_end - out.window_start == size) & (out.window_end > (after or pd.Timestamp.min))
+                      & (out.window_end <= (upto or pd.Timestamp.max))]
+        covered.append(len(emitted))
+        merged = truth[span].merge(emitted, on=["window_start", "window_end", "supplier_id"], how="outer",
+                                   suffixes=("", "_out"), indicator=True)
+        assert len(merged) > 0 and (merged._merge == "both").all(), merged[merged._merge != "both"]
+        assert (merged.bids == merged.bids_out).all() and (merged.total.round(2) == merged.total_out.astype(float)).all()
+        kept_whole = merged[merged.window_start > at(w2)]
+        assert (kept_whole.top == kept_whole.top_out.astype(float)).all(), "an added MAX is exact where seen whole"
+        assert (merged.top_out.isna() | (merged.top_out.astype(float) <= merged.top)).all()
+    assert sum(covered) == len(out), "every row the sink holds is a window of one of the versions' spans"
+
+
+def _read_closer(hook: DeploymentHook) -> bool:
+    """Whether the job has read the closing bid: its watermark is a day ahead."""
+    query = hook.checkpoint.query("Totals")
+    committed = query.committed()
+    watermark = query.watermark(committed[-1]) if committed else None
+    return watermark is not None and watermark > (START + timedelta(hours=20)).timestamp() * 1000

@@ -1,0 +1,96 @@
+"""An always-on job stopped gracefully through its checkpoint, wherever its driver runs.
+
+The job (three pipelines into CSV sinks, one input file per micro-batch: ``tests.spark_jobs.crashes``)
+runs as its own process under a processing-time trigger; ``python -m stategate.spark_jobs stop``
+asks it to stop by a file beside its state. It finishes the micro-batch it is in, stops and exits
+0; a start on the same checkpoint continues it, and the sinks then hold exactly the rows of an
+uninterrupted run. A stop that times out says so; the kill that may follow is as safe as any.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from stategate.spark_jobs.checkpoint import AppState, Checkpoint
+from stategate.spark_jobs.job import run
+from stategate.spark_jobs.storage import LocalFiles
+from tests.spark_jobs.crashes import REPO, SINKS, CrashingJob, job_script, sink_rows, write_bids
+
+FILES, ROWS_PER_FILE = 8, 30
+ALWAYS_ON = ("--trigger", "processing-time=500 milliseconds", "--heartbeat", "1")
+
+
+def stop(checkpoint: Path, timeout: float = 120) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "stategate.spark_jobs", "stop", "--checkpoint", str(checkpoint),
+                           "--timeout", str(timeout)], cwd=REPO, capture_output=True, text=True, timeout=timeout + 60)
+
+
+def uninterrupted(spark, folder: Path) -> dict:
+    write_bids(folder / "incoming", FILES, ROWS_PER_FILE)
+    run(spark, job_script(folder), folder / "checkpoint")
+    return sink_rows(folder)
+
+
+def wait_for(condition, timeout: float, what: str, process: subprocess.Popen | None = None) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        assert process is None or process.poll() is None, f"the job ended ({process.returncode}) before {what}"
+        assert time.monotonic() < deadline, f"not {what} within {timeout} s"
+        time.sleep(0.1)
+
+
+def test_a_stop_lets_the_batch_in_progress_commit_and_a_restart_continues_exactly(spark, tmp_path) -> None:
+    expected = uninterrupted(spark, tmp_path / "reference")
+    job = CrashingJob(tmp_path / "job", arguments=ALWAYS_ON)
+    write_bids(job.root / "incoming", FILES, ROWS_PER_FILE)
+    checkpoint = Checkpoint(LocalFiles(), str(job.checkpoint))
+    process = job.start()
+    try:
+        wait_for(lambda: job.committed() >= 3 * len(SINKS), 240, "three batches committed", process)
+        running = checkpoint.application()
+        assert running is not None and running.state is AppState.RUNNING and running.alive()
+        stopped = stop(job.checkpoint)
+        assert stopped.returncode == 0, stopped.stderr
+        assert f"application {running.id} on {job.checkpoint} is down (stopped: stopped on request" in stopped.stdout
+        assert process.wait(timeout=60) == 0, "the job exits 0 when stopped"
+    finally:
+        if process.poll() is None:
+            job.kill(process)
+    ended = checkpoint.application()
+    assert ended is not None and ended.state is AppState.STOPPED and not ended.alive()
+    assert checkpoint.stop_requested() is None, "the job withdrew the request it acted on"
+    assert not list(job.root.glob("out/*/_staging/*")), "no batch was left half-written"
+    for sink in SINKS:
+        query = checkpoint.query(sink)
+        assert query.planned()[-1] - query.committed()[-1] <= 1, "at most one batch planned that never wrote"
+    assert job.committed() < FILES * len(SINKS), "stopped before the end of its input"
+
+    job.arguments = ()
+    job.finish()  # the next start continues from the checkpoint, to the end of the input
+    assert sink_rows(job.root) == expected
+
+
+def test_stopping_a_job_that_does_not_run_says_so(tmp_path) -> None:
+    stopped = stop(tmp_path / "checkpoint", timeout=5)
+    assert stopped.returncode == 0
+    assert stopped.stdout.startswith(f"stategate: not running on {tmp_path / 'checkpoint'}: no application has run")
+
+
+def test_a_stop_that_times_out_says_so_and_a_kill_after_it_stays_exact(spark, tmp_path) -> None:
+    expected = uninterrupted(spark, tmp_path / "reference")
+    job = CrashingJob(tmp_path / "job", arguments=ALWAYS_ON)
+    write_bids(job.root / "incoming", FILES, ROWS_PER_FILE)
+    process = job.start(pause_at="sink.staged:2")  # held inside a micro-batch: it cannot finish it
+    try:
+        wait_for(job.pause_file.exists, 240, "held in its second sink write", process)
+        timed_out = stop(job.checkpoint, timeout=3)
+        assert timed_out.returncode == 4, timed_out.stdout + timed_out.stderr
+        assert "is still stopping after 3 s" in timed_out.stderr and "Killing it is safe" in timed_out.stderr
+    finally:
+        job.kill(process)
+    job.arguments = ()
+    job.finish()
+    assert sink_rows(job.root) == expected

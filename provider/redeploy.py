@@ -31,13 +31,13 @@ from __future__ import annotations
 import sys
 from datetime import timedelta
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 import pendulum
 from airflow.providers.apache.spark.operators.spark_submit import SparkSubmitOperator
 from airflow.providers.standard.operators.empty import EmptyOperator
 from airflow.providers.standard.operators.python import PythonOperator
-from airflow.sdk import DAG, Param, TriggerRule
+from airflow.sdk import DAG, BaseNotifier, Param, TriggerRule
 
 from stategate import spark_jobs
 from stategate.provider import xcom
@@ -61,24 +61,34 @@ APPROVAL_TIMEOUT = timedelta(hours=12)
 JOIN = "none_failed_min_one_success"
 
 
-def fleet_dags(folder: Path) -> dict[str, Any]:
+def fleet_dags(folder: Path, *, notifiers: Sequence[BaseNotifier] | None = None) -> dict[str, Any]:
     """A DAG per job file (``*.yaml``) in ``folder``, by DAG id, for a DAG file's globals. A job file
     that cannot be read still gets its DAG, whose one task fails with the reason: one broken file
-    never hides the other jobs."""
+    never hides the other jobs.
+
+    :param folder: the fleet's folder of job files and their SQL
+    :param notifiers: told of every job's INCOMPATIBLE and UNKNOWN verdicts (default: the task log)
+    """
     dag_file = sys._getframe(1).f_code.co_filename
     dags = {}
     for path in sorted(folder.glob(f"*{SPEC_SUFFIX}")):
         try:
-            dag = redeploy_dag(JobSpec.load(path), dag_file=dag_file)
+            dag = redeploy_dag(JobSpec.load(path), notifiers=notifiers, dag_file=dag_file)
         except JobSpecError as error:
             dag = _broken(path.stem, str(error), dag_file)
         dags[dag.dag_id] = dag
     return dags
 
 
-def redeploy_dag(spec: JobSpec, *, dag_file: str | None = None) -> DAG:
-    """The redeploy DAG of one job. ``dag_file`` is the DAG file that builds it (default: the
-    caller's), where Airflow's workers find it again."""
+def redeploy_dag(spec: JobSpec, *, notifiers: Sequence[BaseNotifier] | None = None,
+                 dag_file: str | None = None) -> DAG:
+    """The redeploy DAG of one job.
+
+    :param spec: the job, as its DAG's author fixes it
+    :param notifiers: told of INCOMPATIBLE and UNKNOWN verdicts (default: the task log)
+    :param dag_file: the DAG file that builds it (default: the caller's), where Airflow's workers
+        find it again
+    """
     with DAG(
         dag_id=DAG_ID.format(spec.name),
         description=f"Redeploy {spec.name}: restart, or clear state, as its SQL change allows",
@@ -102,7 +112,8 @@ def redeploy_dag(spec: JobSpec, *, dag_file: str | None = None) -> DAG:
                                    checkpoint_root=spec.checkpoint_root or "")
         gate = StateGateOperator(task_id=xcom.GATE_TASK_ID, sql=str(spec.sql), sql_dir=str(spec.directory),
                                  on_unknown="{{ params.on_unknown }}", replay="{{ params.replay }}",
-                                 rollback="{{ params.rollback }}", trigger=spec.trigger, **job)
+                                 rollback="{{ params.rollback }}", trigger=spec.trigger, notifiers=notifiers,
+                                 **job)
         unchanged, restart, clear, first_deploy, restore, approved_restart, approved_clear = (
             EmptyOperator(task_id=name) for name in ("unchanged", "restart", "clear", "first_deploy", "restore",
                                                      "approved_restart", "approved_clear"))
@@ -136,8 +147,9 @@ def redeploy_dag(spec: JobSpec, *, dag_file: str | None = None) -> DAG:
         restore >> stop_restore >> restore_state >> submit_restart
         submitted = [submit_restart, submit_fresh]
         if spec.always_on:
-            healthy = JobHealthSensor(task_id="healthy", timeout=spec.healthy_within, poke_interval=5,
-                                      mode="reschedule", trigger_rule=JOIN, **job)
+            healthy = JobHealthSensor(task_id="healthy", timeout=spec.healthy_within, mode="reschedule",
+                                      poke_interval=max(1.0, min(10.0, spec.healthy_within / 20)), trigger_rule=JOIN,
+                                      **job)
             roll_back = RollbackOperator(task_id="roll_back", stop_timeout=spec.stop_timeout,
                                          trigger_rule=TriggerRule.ONE_FAILED, **job)
             resubmit = SparkSubmitOperator(

@@ -123,12 +123,13 @@ class TakeOver:
     cutovers, so it never emits a window the archived version emitted, nor reads what the take-over
     skipped.
 
-    :param archived: the archived checkpoint taken over from
+    :param archived: the archived checkpoint taken over from (None: a restored checkpoint that took
+        over from none, whose cutovers keep the seam with the version that replaced it for a while)
     :param replay: the replay policy it ran with
     :param cutovers: each pipeline's cutover, by name
     """
 
-    archived: str
+    archived: str | None
     replay: str
     cutovers: dict[str, Cutover]
 

@@ -47,7 +47,9 @@ class DeployedCheckpoint:
         return int(path.fs.size(path.path))
 
     def write_text(self, uri: str, text: str) -> None:
-        replace_text(self._inside(uri), text)
+        path = self._inside(uri)
+        replace_text(path, text)
+        self._forget_checksum(path)
 
     def mkdirs(self, uri: str) -> None:
         self._inside(uri).mkdir(parents=True, exist_ok=True)
@@ -56,6 +58,16 @@ class DeployedCheckpoint:
         path = self._inside(uri)
         if path.exists():
             path.unlink()
+        self._forget_checksum(path)
+
+    @staticmethod
+    def _forget_checksum(path: ObjectStoragePath) -> None:
+        """Hadoop's local filesystem keeps a checksum beside each file it writes (``.<name>.crc``) and
+        refuses a file that no longer matches it: a file the job wrote and this rewrites loses it
+        (Hadoop reads a file without one unchecked)."""
+        checksum = path.parent / f".{path.name}.crc"
+        if checksum.exists():
+            checksum.unlink()
 
     def _inside(self, uri: str) -> ObjectStoragePath:
         """A file of the checkpoint, through the job root (links refused); anything else is refused."""

@@ -8,7 +8,7 @@ from functools import cached_property
 
 from airflow.sdk import BaseHook, ObjectStoragePath
 
-from stategate.analyzer import FIRST_DEPLOY, JobModel, Verdict
+from stategate.analyzer import FIRST_DEPLOY, JobModel, Verdict, build
 from stategate.analyzer.judgement import Deployed, Judgement, judge
 from stategate.analyzer.signature import state_signature
 from stategate.provider.deployment import Archiver, JobRoot, RecordStore, RedeployLock, StateGateError
@@ -205,11 +205,34 @@ class DeploymentHook(BaseHook):
         """The archived checkpoint that holds ``target``'s state, where the deployed checkpoint took
         over from it (the redeploy being undone cleared it); as Spark names it."""
         taken = TakeOver.recorded(self.checkpoint)
-        parts = self.archiver.archive_parts(taken.archived) if taken is not None else None
+        parts = self.archiver.archive_parts(taken.archived) if taken is not None and taken.archived else None
         if parts is None:
             return None
         archived = WritableCheckpoint(DeployedCheckpoint(self.job, parts), self.job.spark_uri(self.job.state_path(*parts)))
         return archived.uri if archived.recorded_sql() == target.sql else None
+
+    def roll_back(self, stop_timeout_s: float, by: str, stamp: str | None) -> tuple[DeploymentRecord, str | None]:
+        """Return to the deployed version after a redeploy whose new version did not become healthy:
+        stop the new version; where the redeploy cleared the state, restore it; where it restarted
+        on it and committed nothing, put back the record of what the state is (the new version's
+        guard had recorded its own SQL and layout, which no micro-batch ever used). The version
+        returned to, and the archive restored, if any. The job is then submitted again."""
+        target = self.rollback_target()
+        stopped = self.stop_job(stop_timeout_s, by)
+        if not stopped.down:
+            raise StateGateError(stopped.message)
+        archived = self.restorable(target)
+        if archived is not None:
+            self.restore(archived, build(target.sql), stamp)
+            return target, archived
+        failed = self.checkpoint.application()
+        untouched = failed is not None and all(
+            (done[-1] if (done := self.checkpoint.query(p).committed()) else None) == before
+            for p, before in failed.committed_at_start.items())
+        if untouched and failed is not None and failed.sql_digest != sql_digest(target.sql) \
+                and target.signature is not None:
+            self.checkpoint.record(target.sql, target.signature)
+        return target, None
 
     def restore(self, archived: str, model: JobModel, stamp: str | None) -> str | None:
         """Restore the archived state ``archived`` of the version whose model is ``model``: the
@@ -229,7 +252,10 @@ class DeploymentHook(BaseHook):
         kept = before.cutovers if before is not None else {}
         merged = {**kept, **{name: replace(kept[name], watermark_ms=cut.watermark_ms) if name in kept else cut
                              for name, cut in cuts.items()}}
-        self.checkpoint.record_take_over(TakeOver(replaced_uri, before.replay if before else NONE, merged).to_dict())
+        # It still took over from what it took over from (a later rollback may restore that), and
+        # keeps the seam with the version that replaced it.
+        self.checkpoint.record_take_over(TakeOver(before.archived if before else None, before.replay if before else NONE,
+                                                  merged).to_dict())
         return replaced_uri
 
 

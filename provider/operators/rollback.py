@@ -43,11 +43,11 @@ class RestoreStateOperator(JobRootOperator):
 
 class RollbackOperator(JobRootOperator):
     """The automatic rollback of a redeploy whose new version did not become healthy, as the Flink
-    Kubernetes operator rolls back an upgrade that does not stabilise: the new version is stopped,
-    the state of the deployed version (the recorded one: the new version was never recorded) is
-    restored where the redeploy cleared it, and its SQL is staged for the resubmit task (XCom
-    ``staged_sql``), which starts it again; its restart is judged by the job's guard. Safe to
-    retry: each step is idempotent.
+    Kubernetes operator rolls back an upgrade that does not stabilise (:meth:`DeploymentHook.roll_back`):
+    the new version is stopped, the state of the deployed version (the recorded one: the new version
+    was never recorded) restored where the redeploy cleared it, and its SQL staged for the resubmit
+    task (XCom ``staged_sql``), which starts it again; its restart is judged by the job's guard.
+    Safe to retry: each step is idempotent.
 
     :param stop_timeout: seconds to wait for the new version to stop (templated)
     """
@@ -62,17 +62,11 @@ class RollbackOperator(JobRootOperator):
     def execute(self, context) -> str:
         hook = self.hook
         try:
-            target = hook.rollback_target()
-            stopped = hook.stop_job(float(self.stop_timeout), f"rollback by {context['run_id']}")
-            if not stopped.down:
-                raise StateGateError(stopped.message)
-            model = build(target.sql)
-            archived = hook.restorable(target)
-            if archived is not None:
-                hook.restore(archived, model, stamp_of(context))
+            target, archived = hook.roll_back(float(self.stop_timeout), f"rollback by {context['run_id']}",
+                                              stamp_of(context))
         except StateGateError as error:
             raise AirflowFailException(f"the rollback of {self.job_name} stopped: {error}") from None
-        report = hook.judge(model).report
+        report = hook.judge(build(target.sql)).report
         staged = hook.records.stage_sql(target.sql, f"{context['run_id']}-rollback")
         context["ti"].xcom_push(key=xcom.STAGED_SQL, value=hook.job.spark_uri(staged))
         self.log.warning("the new version of %s did not become healthy: rolling back to its deployment of %s%s%s",

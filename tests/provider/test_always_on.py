@@ -1,14 +1,22 @@
 """Always-on jobs through real Airflow on the Spark standalone cluster (issue 37).
 
 A job of the example fleet runs all the time (``trigger: processing-time=1 seconds``, submitted
-detached in client deploy mode) while bid files keep arriving. v1 is deployed; v2 adds MAX(price)
-(PARTIAL) and is redeployed while v1 runs: the gate judges it, the running job is stopped after
-the micro-batch it is in, v2 starts on the checkpoint and must commit a micro-batch; then v3
-resizes the window (INCOMPATIBLE): stopped, archived, taken over; then a rollback (the DAG's
-``rollback`` param) returns to v2: v3 stopped and archived, v2's archived state restored, v2
-continues on it past v3's last window. The sink then holds each window once, with what the verdicts
-promise: COUNT and SUM exact in every window, MAX exact in the windows v2 saw whole, v3's windows
-between the two seams, v2's before and after them.
+detached in client deploy mode) while bid files keep arriving:
+
+* v1 is deployed; deployed again unchanged, it is left running;
+* v2 adds MAX(price) (PARTIAL) and is redeployed while v1 runs: the gate judges it, the running job
+  is stopped after the micro-batch it is in, v2 starts on the checkpoint and commits a micro-batch;
+* a bad v2 (its MAX divides by zero: PARTIAL, and it fails at its first micro-batch) does not become
+  healthy: the redeploy rolls back by itself, v2 started again on its own state;
+* v3 resizes the window (INCOMPATIBLE): v2 stopped, its state archived, v3 takes over;
+* a bad v4 (INCOMPATIBLE, failing likewise) is rolled back by itself too: its checkpoint archived,
+  v3's archived state restored, v3 started again;
+* a rollback by hand (the DAG's ``rollback`` param) returns to v2: v3 stopped and archived, v2's
+  archived state restored, v2 continues on it past v3's last window.
+
+The sink then holds each window once, with what the verdicts promise: COUNT and SUM exact in every
+window, MAX exact in the windows v2 saw whole, v3's windows between the two seams, v2's before and
+after them; the failed versions wrote nothing.
 """
 
 from __future__ import annotations
@@ -81,6 +89,10 @@ def states(run) -> dict[str, str | None]:
     return {ti.task_id: ti.state for ti in run.get_task_instances()}
 
 
+def succeeded(run) -> set[str]:
+    return {task for task, state in states(run).items() if state == "success"}
+
+
 def bids(folder: Path) -> pd.DataFrame:
     frames = [pd.read_csv(p, names=["bidtime", "price", "item", "supplier_id"], parse_dates=["bidtime"])
               for p in sorted(folder.glob("bids-*.csv"))]
@@ -100,47 +112,61 @@ def test_a_running_job_is_redeployed_by_stopping_swapping_and_starting_it(cluste
                                                                             tmp_path) -> None:
     data, root = tmp_path, f"file://{tmp_path / 'root'}"
     (data / "incoming").mkdir()
-    settings = {"trigger": "processing-time=1 seconds", "healthy_within": 120, "stop_timeout": 120}
+    settings = {"trigger": "processing-time=1 seconds", "healthy_within": 60, "stop_timeout": 120}
     hook = DeploymentHook(root, "always")
     feeder = Feeder(data / "incoming")
     feeder.start()
+
+    def redeploy(sql: str | None = None, **conf):
+        dag = fleet_job("always", sql, root, **settings) if sql is not None else fleet_dag("always")
+        return dag.test(run_conf=conf)
+
     try:
-        first = fleet_job("always", job_sql(data, 10, top=False), root, **settings).test()
+        first = redeploy(job_sql(data, 10, top=False))
         assert first.state == "success", states(first)
         assert states(first)["submit_fresh"] == "success" and states(first)["healthy"] == "success"
         v1 = hook.running()
         assert v1 is not None and v1.master.startswith("spark://") and v1.state is AppState.RUNNING
         assert hook.records.read().application["id"] == v1.id, "the record says what runs"
 
-        unchanged = fleet_job("always", job_sql(data, 10, top=False), root, **settings).test()
+        unchanged = redeploy(job_sql(data, 10, top=False))
         assert states(unchanged)["unchanged"] == "success" and states(unchanged)["stop_restart"] == "skipped"
         assert hook.running().id == v1.id, "unchanged SQL leaves the running job alone"
 
-        time.sleep(3)
-        second = fleet_job("always", job_sql(data, 10, top=True), root, **settings).test()
+        v2_sql = job_sql(data, 10, top=True)
+        second = redeploy(v2_sql)
         assert second.state == "success", states(second)
-        assert [t for t in ("restart", "stop_restart", "submit_restart", "healthy", "record")
-                if states(second)[t] != "success"] == []
+        assert succeeded(second) >= {"restart", "stop_restart", "submit_restart", "healthy", "record"}
         v2 = hook.running()
         assert v2 is not None and v2.id != v1.id and hook.records.read().verdict == "PARTIAL"
 
-        time.sleep(3)
-        third = fleet_job("always", job_sql(data, 5, top=True), root, **settings).test()
+        bad = redeploy(v2_sql.replace("MAX(price)", "MAX(price / 0)"))
+        assert bad.state == "failed" and states(bad)["healthy"] == "failed", states(bad)
+        assert succeeded(bad) >= {"restart", "stop_restart", "submit_restart", "roll_back", "resubmit"}
+        back = hook.running()
+        assert back is not None and back.sql_digest == v2.sql_digest, "v2 runs again"
+        assert hook.records.read().sql == v2_sql and hook.checkpoint.recorded_sql() == v2_sql
+
+        v3_sql = job_sql(data, 5, top=True)
+        third = redeploy(v3_sql)
         assert third.state == "success", states(third)
-        assert [t for t in ("clear", "stop_clear", "clear_state", "submit_fresh", "healthy", "record")
-                if states(third)[t] != "success"] == []
+        assert succeeded(third) >= {"clear", "stop_clear", "clear_state", "submit_fresh", "healthy", "record"}
         v3 = hook.running()
         assert v3 is not None and hook.records.read().verdict == "INCOMPATIBLE"
 
-        time.sleep(3)
-        back = fleet_dag("always").test(run_conf={"rollback": True})
-        assert back.state == "success", states(back)
-        assert [t for t in ("restore", "stop_restore", "restore_state", "submit_restart", "healthy", "record")
-                if states(back)[t] != "success"] == []
+        worse = redeploy(job_sql(data, 15, top=True).replace("MAX(price)", "MAX(price / 0)"))
+        assert worse.state == "failed" and states(worse)["healthy"] == "failed", states(worse)
+        assert succeeded(worse) >= {"clear", "stop_clear", "clear_state", "submit_fresh", "roll_back", "resubmit"}
+        again = hook.running()
+        assert again is not None and again.sql_digest == v3.sql_digest, "v3 runs again, on its restored state"
+        assert hook.checkpoint.recorded_sql() == v3_sql and hook.records.read().sql == v3_sql
+
+        by_hand = redeploy(rollback=True)
+        assert by_hand.state == "success", states(by_hand)
+        assert succeeded(by_hand) >= {"restore", "stop_restore", "restore_state", "submit_restart", "healthy", "record"}
         restored = hook.running()
         assert restored is not None and restored.sql_digest == v2.sql_digest, "v2 runs again"
-        assert hook.records.read().verdict == "RESTORED" and "MAX(price)" in hook.records.read().sql
-        time.sleep(3)
+        assert hook.records.read().verdict == "RESTORED" and hook.records.read().sql == v2_sql
     finally:
         feeder.close()
     # The last bid's watermark closes every window; then the job is stopped for good.
@@ -149,13 +175,15 @@ def test_a_running_job_is_redeployed_by_stopping_swapping_and_starting_it(cluste
         time.sleep(1)
     assert hook.stop_job(120, "test").down
 
-    # The checkpoint is v2's, restored: it took over again from v3's (archived), which had taken over from it.
+    # The checkpoint is v2's, restored: it keeps the seam with v3's (archived, the last of the
+    # archive), which had taken over from it; the failed v4's checkpoint is archived too.
     restored_state = Checkpoint(LocalFiles(), str(hook.job.checkpoint.path))
-    again = json.loads(restored_state.files.read_text(restored_state.record_path("take-over.json")))
-    v3_state = Checkpoint(LocalFiles(), again["archived"])
-    w4 = again["pipelines"]["Totals"]["watermark_ms"]
+    archive = sorted((Path(hook.job.state_home.path) / "archive").iterdir())
+    v3_state = Checkpoint(LocalFiles(), str(archive[-1] / "checkpoint"))
+    assert v3_state.recorded_sql() == v3_sql and len(archive) == 2
+    w4 = restored_state.take_over()["pipelines"]["Totals"]["watermark_ms"]
     w3 = v3_state.take_over()["pipelines"]["Totals"]["watermark_ms"]
-    assert w3 < w4 and len(list((Path(hook.job.state_home.path) / "archive").iterdir())) == 1
+    assert w3 < w4
     # v1's last committed batch B: every row v1 read is at most W(B + 1) + the delay.
     v2_record = next(r for r in hook.records.history() if r.verdict == "PARTIAL")
     v1_last = v2_record.application["committed_at_start"]["Totals"]

@@ -2,8 +2,9 @@
 
 v1 first deploy → v2 adds an aggregate (PARTIAL: restart from the checkpoint) → v3 changes the
 window size into a new sink (INCOMPATIBLE: the checkpoint is archived, and the new version fills
-its new sink from a full replay; ``make demo`` shows the take-over into the same sink). The first two steps
-again on a Spark standalone cluster.
+its new sink from a full replay; ``make demo`` shows the take-over into the same sink). The first two
+steps again with the records on S3. (On the Spark standalone cluster, with the job always on:
+``test_always_on.py``.)
 """
 
 from __future__ import annotations
@@ -160,33 +161,6 @@ def gate_said(run) -> str:
     with create_session() as session:
         return RenderedTaskInstanceFields.get_templated_fields(
             next(ti for ti in run.get_task_instances() if ti.task_id == "gate"), session=session)["report_markdown"]
-
-
-def test_the_same_story_on_a_standalone_cluster(story, spark_cluster, tmp_path_factory, monkeypatch) -> None:
-    """A Spark standalone master and two workers on 127.0.0.1: the same first deploy and PARTIAL
-    restart as in ``local[*]`` give the same rows. Only the ``spark_default`` connection changes:
-    the submit tasks ship the code themselves (``py_files``)."""
-    from airflow.models.renderedtifields import RenderedTaskInstanceFields
-    from airflow.utils.session import create_session
-
-    host, port = spark_cluster.master_url.rsplit(":", 1)
-    monkeypatch.setenv("AIRFLOW_CONN_SPARK_DEFAULT", json.dumps({
-        "conn_type": "spark", "host": host, "port": int(port),
-        "extra": {"spark-binary": "spark-submit", "deploy-mode": "client"}}))
-    data = tmp_path_factory.mktemp("cluster-redeploy")
-    results = redeploy_story(data, "bids_cluster", steps=2)
-    (first, first_states, first_record), (second, second_states, second_record) = results
-    assert first.state == "success" and first_states["submit_fresh"] == "success", first_states
-    assert second.state == "success" and second_states["submit_restart"] == "success", second_states
-    assert (first_record.verdict, second_record.verdict) == ("FIRST_DEPLOY", "PARTIAL")
-
-    local_data = story[0]
-    assert rows(data / "totals") == rows(local_data / "totals"), "the cluster wrote the rows of local[*]"
-    with create_session() as session:
-        rendered = RenderedTaskInstanceFields.get_templated_fields(
-            next(ti for ti in second.get_task_instances() if ti.task_id == "submit_restart"), session=session)
-    shipped = Path(rendered["py_files"])
-    assert shipped.suffix == ".zip" and shipped.exists(), rendered["py_files"]
 
 
 def test_records_on_s3_and_checkpoints_where_spark_reads(story, s3_root, tmp_path_factory) -> None:

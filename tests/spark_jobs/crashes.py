@@ -18,6 +18,7 @@ import sys
 import time
 from collections import Counter
 from dataclasses import dataclass, field
+from typing import Callable
 from datetime import datetime, timedelta
 from pathlib import Path
 
@@ -152,9 +153,10 @@ class CrashingJob:
         os.killpg(process.pid, signal.SIGKILL)
         process.wait()
 
-    def kill_at(self, point: str, timeout: float = 240) -> str | None:
-        """Start, wait until the job is held at ``point`` (``sink.staged:2``), kill it there. Returns
-        the staged batch files at that moment; None if the job finished without reaching ``point``."""
+    def kill_at(self, point: str, timeout: float = 240, before_kill: Callable[[], None] | None = None) -> str | None:
+        """Start, wait until the job is held at ``point`` (``sink.staged:2``), kill it there (after
+        ``before_kill``, while it is held). Returns the staged batch files at that moment; None if the
+        job finished without reaching ``point``."""
         process = self.start(pause_at=point)
         deadline = time.monotonic() + timeout
         while not self.pause_file.exists():
@@ -167,6 +169,8 @@ class CrashingJob:
                 raise AssertionError(f"the job did not reach {point} in {timeout} s")
             time.sleep(0.05)
         staged = sorted(p.name for p in self.root.glob("out/*/_staging/*"))
+        if before_kill is not None:
+            before_kill()
         self.kill(process)
         self.log.append(f"killed at {point} (in the sinks' staging areas: {', '.join(staged) or '-'})")
         return ", ".join(staged)

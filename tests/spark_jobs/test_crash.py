@@ -1,4 +1,5 @@
-"""kill -9 at random moments and in the middle of sink writes: the output stays exactly-once.
+"""kill -9 at random moments and in the middle of sink writes (once after a graceful stop that timed
+out, the job held inside a micro-batch): the output stays exactly-once.
 
 Scaled for CI (the two kills at sink writes and one at random, 6 input files);
 ``benchmarks/crash_soak.py`` (``make reliability``) runs the same for long.
@@ -7,12 +8,22 @@ Scaled for CI (the two kills at sink writes and one at random, 6 input files);
 from __future__ import annotations
 
 import random
+import subprocess
+import sys
 
 from stategate.spark_jobs.job import run
 from tests.spark_jobs.crashes import (
-    CrashingJob, duplicates, job_script, missing_and_extra, sink_rows, write_bids)
+    REPO, CrashingJob, duplicates, job_script, missing_and_extra, sink_rows, write_bids)
 
 FILES, ROWS_PER_FILE = 6, 40
+
+
+def stop_times_out(job: CrashingJob) -> None:
+    """``stop`` asked of a job held inside a micro-batch: it says it timed out, and that a kill is safe."""
+    asked = subprocess.run([sys.executable, "-m", "stategate.spark_jobs", "stop", "--checkpoint", str(job.checkpoint),
+                            "--timeout", "3"], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert asked.returncode == 4, asked.stdout + asked.stderr
+    assert "is still stopping after 3 s" in asked.stderr and "Killing it is safe" in asked.stderr
 
 
 def test_killed_jobs_restart_to_exactly_the_rows_of_an_uninterrupted_run(spark, tmp_path) -> None:
@@ -24,13 +35,15 @@ def test_killed_jobs_restart_to_exactly_the_rows_of_an_uninterrupted_run(spark, 
 
     job = CrashingJob(tmp_path / "crashed")
     write_bids(job.root / "incoming", FILES, ROWS_PER_FILE)
-    # Held between writing a batch's file to staging and moving it into place, then killed.
-    assert job.kill_at("sink.staged:3"), "a batch file was staged but not in place when the job died"
+    # Held between writing a batch's file to staging and moving it into place, then killed, after
+    # a graceful stop, asked meanwhile, timed out: the job cannot finish the micro-batch it is in.
+    assert job.kill_at("sink.staged:3", before_kill=lambda: stop_times_out(job)), \
+        "a batch file was staged but not in place when the job died"
     # Killed with the file in place but before Spark committed the batch: the replay must replace it.
     job.kill_at("sink.placed:2")
     rng = random.Random(6)
     assert job.kill_randomly(rng), f"the job finished before the random kill: {job.log}"
-    job.finish()
+    run(spark, job.script.read_text(), job.checkpoint)  # the last start, to the end of the input
 
     actual = sink_rows(job.root)
     assert duplicates(actual) == 0, job.log

@@ -4,7 +4,7 @@ The job (three pipelines into CSV sinks, one input file per micro-batch: ``tests
 runs as its own process under a processing-time trigger; ``python -m stategate.spark_jobs stop``
 asks it to stop by a file beside its state. It finishes the micro-batch it is in, stops and exits
 0; a start on the same checkpoint continues it, and the sinks then hold exactly the rows of an
-uninterrupted run. A stop that times out says so; the kill that may follow is as safe as any.
+uninterrupted run. (A stop that times out, and the kill after it: ``test_crash.py``.)
 """
 
 from __future__ import annotations
@@ -68,8 +68,7 @@ def test_a_stop_lets_the_batch_in_progress_commit_and_a_restart_continues_exactl
         assert query.planned()[-1] - query.committed()[-1] <= 1, "at most one batch planned that never wrote"
     assert job.committed() < FILES * len(SINKS), "stopped before the end of its input"
 
-    job.arguments = ()
-    job.finish()  # the next start continues from the checkpoint, to the end of the input
+    run(spark, job.script.read_text(), job.checkpoint)  # the next start continues, to the end of the input
     assert sink_rows(job.root) == expected
 
 
@@ -77,20 +76,3 @@ def test_stopping_a_job_that_does_not_run_says_so(tmp_path) -> None:
     stopped = stop(tmp_path / "checkpoint", timeout=5)
     assert stopped.returncode == 0
     assert stopped.stdout.startswith(f"stategate: not running on {tmp_path / 'checkpoint'}: no application has run")
-
-
-def test_a_stop_that_times_out_says_so_and_a_kill_after_it_stays_exact(spark, tmp_path) -> None:
-    expected = uninterrupted(spark, tmp_path / "reference")
-    job = CrashingJob(tmp_path / "job", arguments=ALWAYS_ON)
-    write_bids(job.root / "incoming", FILES, ROWS_PER_FILE)
-    process = job.start(pause_at="sink.staged:2")  # held inside a micro-batch: it cannot finish it
-    try:
-        wait_for(job.pause_file.exists, 240, "held in its second sink write", process)
-        timed_out = stop(job.checkpoint, timeout=3)
-        assert timed_out.returncode == 4, timed_out.stdout + timed_out.stderr
-        assert "is still stopping after 3 s" in timed_out.stderr and "Killing it is safe" in timed_out.stderr
-    finally:
-        job.kill(process)
-    job.arguments = ()
-    job.finish()
-    assert sink_rows(job.root) == expected

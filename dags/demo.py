@@ -30,12 +30,15 @@ from stategate.provider import xcom
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = Path(__file__).with_name("stategate_demo")
+#: v1 is the example job itself; v2 and v3 are its next versions.
 STORY = [
-    ("v1.sql", 1, "first deploy of v1 (10-minute bid totals per supplier)"),
-    ("v2.sql", 2, "v2 adds MAX(price) AS top_bid"),
-    ("v3.sql", 3, "v3 changes the window to 15 minutes"),
-    ("v3.sql", 4, "scheduled run, SQL unchanged"),
+    (REPO / "dags" / "stategate_jobs" / "bids.sql", 1, "first deploy of v1 (10-minute bid totals per supplier)"),
+    (BUNDLED / "v2.sql", 2, "v2 adds MAX(price) AS top_bid"),
+    (BUNDLED / "v3.sql", 3, "v3 changes the window to 15 minutes"),
+    (BUNDLED / "v3.sql", 4, "scheduled run, SQL unchanged"),
 ]
+#: Where the example job reads and writes, and the demo's folders (under ``demo-run/``) in their place.
+PLACES = {"/tmp/stategate-input/bids": "incoming", "/tmp/stategate-output": "out"}
 BRANCHES = ("restart", "clear", "first_deploy", "approval")
 
 
@@ -64,6 +67,13 @@ def prepare(demo: Path) -> dict[str, str]:
     subprocess.run([sys.executable, "-m", "airflow", "db", "migrate"], check=True,
                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
     return env
+
+
+def placed(sql: str, demo: Path) -> str:
+    """``sql`` reading and writing under ``demo`` instead of the example job's folders in /tmp."""
+    for example, folder in PLACES.items():
+        sql = sql.replace(f"'{example}", f"'{demo / folder}")
+    return sql
 
 
 def arrive(demo: Path, part: int) -> None:
@@ -135,8 +145,7 @@ def main() -> int:
     root = demo / "root"
     seen: set[str] = set()
     for version, part, story in STORY:
-        (demo / "dags" / "stategate_jobs" / "bids.sql").write_text(
-            (BUNDLED / version).read_text().replace("{demo}", str(demo)))
+        (demo / "dags" / "stategate_jobs" / "bids.sql").write_text(placed(version.read_text(), demo))
         arrive(demo, part)
         print(f"\n=== run {part}: {story} (+ bids-part{part}.csv) ===", flush=True)
         run = importlib.reload(stategate_redeploy).stategate_bids.test()

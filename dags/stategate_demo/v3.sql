@@ -5,7 +5,7 @@ CREATE TABLE Bid (
   item STRING,
   supplier_id STRING,
   WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
-) WITH ('connector' = 'filesystem', 'path' = '{demo}/incoming', 'format' = 'csv');
+) WITH ('connector' = 'filesystem', 'path' = '/tmp/stategate-input/bids', 'format' = 'csv');
 
 CREATE TABLE SupplierTotals (
   window_start TIMESTAMP(3),
@@ -14,7 +14,7 @@ CREATE TABLE SupplierTotals (
   bids BIGINT,
   total DECIMAL(38, 2),
   top_bid DECIMAL(10, 2)
-) WITH ('connector' = 'filesystem', 'path' = '{demo}/out/supplier_totals', 'format' = 'parquet');
+) WITH ('connector' = 'filesystem', 'path' = '/tmp/stategate-output/supplier_totals', 'format' = 'parquet');
 
 INSERT INTO SupplierTotals
 SELECT window_start, window_end, supplier_id, COUNT(*) AS bids, SUM(price) AS total, MAX(price) AS top_bid

@@ -1,4 +1,4 @@
--- The example job: bid totals per supplier in 10-minute windows (the demo's v1).
+-- The example job: bid totals per supplier in 10-minute windows (v1 of the demo, `make demo`).
 CREATE TABLE Bid (
   bidtime TIMESTAMP(3),
   price DECIMAL(10, 2),

@@ -27,9 +27,10 @@ from tests.analyzer.seed_cases import ALL
 REPO = Path(__file__).resolve().parents[2]
 SOURCE = "new.sql"
 
-#: Every script of the seed cases and the demo's three deployments: all valid.
+#: Every script of the seed cases, the example job and the demo's next versions of it: all valid.
 CORPUS: tuple[str, ...] = tuple(sorted({c.old for c in ALL} | {c.new for c in ALL})) + tuple(
-    (REPO / "dags" / "stategate_demo" / f"v{i}.sql").read_text() for i in (1, 2, 3))
+    (REPO / "dags" / folder / name).read_text()
+    for folder, name in (("stategate_jobs", "bids.sql"), ("stategate_demo", "v2.sql"), ("stategate_demo", "v3.sql")))
 
 #: A plain window query: the deployed script the huge and nested ones are compared with.
 WINDOW_QUERY = "SELECT a, SUM(b) FROM MyTable GROUP BY a, TUMBLE(ts, INTERVAL '1' MINUTE)"

@@ -40,12 +40,17 @@ class Field:
     :param idle: the aggregate function filling it while no aggregate holds it (a guard that never
         holds keeps it empty)
     :param pool: the pool of the slots that have it
+    :param squared: a decimal kept at twice its slot's scale (a sum of squares)
+    :param generic: whether a generic slot has it. A generic slot's fields are fixed for the life of
+        every checkpoint that has one, so a kind of field added later is in shaped slots only.
     """
 
     stem: str
     sql_type: str
     idle: str
     pool: Pool
+    squared: bool = False
+    generic: bool = True
 
 
 COUNTED = Field("c", "int", "count", Pool.PLAIN)
@@ -54,12 +59,18 @@ FLOATING_VALUE = Field("d", "double", "sum", Pool.PLAIN)
 EXACT_EXTREME = Field("o", "decimal", "max", Pool.PLAIN)  # exact numbers, and times as microseconds
 TEXT_EXTREME = Field("s", "string", "max", Pool.TEXT)
 VALUES = Field("dv", "string", "collect_set", Pool.DISTINCT)
+FLOATING_SQUARES = Field("q", "double", "sum", Pool.PLAIN, generic=False)
+EXACT_SQUARES = Field("qx", "decimal", "sum", Pool.PLAIN, squared=True, generic=False)
 #: Every kind of field, in the order a slot's fields stand in the buffer.
-FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES)
+FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES)
 
+#: How a field is filled from input rows: an aggregate function of the row's value, or of its
+#: square (``sum_squares``).
+SUM_SQUARES = "sum_squares"
 #: How two partial states of a field become one, by the function that filled it (``union``: the
 #: distinct values of both sets).
-MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", "min": "min", "max": "max", "collect_set": "union"}
+MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", SUM_SQUARES: "sum", "min": "min", "max": "max",
+                            "collect_set": "union"}
 
 #: A state: each field with the aggregate function that fills it from input rows.
 State = tuple[tuple[Field, str], ...]
@@ -69,16 +80,29 @@ State = tuple[tuple[Field, str], ...]
 class AggregateFunction:
     """One aggregate the engine runs.
 
-    :param name: its SQL name
+    :param name: its name in the model (sqlglot's: ``VARIANCE`` for Flink's ``VAR_SAMP`` and ``VARIANCE``)
     :param state: per value family of its argument, the state it keeps (``None``: whatever the family)
+    :param flink: how Flink spells it, where the model's name differs
+    :param integers_as: the family it computes integers in, where not as exact numbers (Flink
+        computes a STDDEV or VARIANCE of integers in DOUBLE, then casts to the integer type)
     """
 
     name: str
     state: Mapping[Family | None, State]
+    flink: str = ""
+    integers_as: Family | None = None
 
     def state_of(self, family: Family | None) -> State | None:
         """The state it keeps over values of ``family``; None where it takes no such argument."""
         return self.state.get(None) or (self.state.get(family) if family is not None else None)
+
+    def kept_as(self, family: Family | None, integer: bool) -> Family | None:
+        """The family it keeps values of ``family`` in (``integer``: of an integer type)."""
+        return self.integers_as if integer and self.integers_as is not None else family
+
+    @property
+    def spelled(self) -> str:
+        return self.flink or self.name
 
 
 def _extreme(name: str, function: str) -> AggregateFunction:
@@ -88,6 +112,15 @@ def _extreme(name: str, function: str) -> AggregateFunction:
                                     Family.TEXT: ((TEXT_EXTREME, function),)})
 
 
+def _spread(name: str, flink: str = "") -> AggregateFunction:
+    """STDDEV and VARIANCE, as Flink reduces them: from the count, the sum and the sum of squares
+    of the values (:mod:`spark_jobs.state` computes the result from them as Flink does)."""
+    return AggregateFunction(name, {Family.EXACT: ((COUNTED, "count"), (EXACT_SUM, "sum"), (EXACT_SQUARES, SUM_SQUARES)),
+                                    Family.FLOATING: ((COUNTED, "count"), (FLOATING_VALUE, "sum"),
+                                                      (FLOATING_SQUARES, SUM_SQUARES))},
+                             flink, integers_as=Family.FLOATING)
+
+
 AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     AggregateFunction("COUNT", {None: ((COUNTED, "count"),)}),
     AggregateFunction("SUM", {Family.EXACT: ((EXACT_SUM, "sum"),), Family.FLOATING: ((FLOATING_VALUE, "sum"),)}),
@@ -95,7 +128,13 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     _extreme("MAX", "max"),
     AggregateFunction("AVG", {Family.EXACT: ((COUNTED, "count"), (EXACT_SUM, "sum")),
                               Family.FLOATING: ((COUNTED, "count"), (FLOATING_VALUE, "sum"))}),
+    _spread("STDDEV_POP"),
+    _spread("STDDEV_SAMP"),
+    _spread("VARIANCE_POP", "VAR_POP"),
+    _spread("VARIANCE", "VAR_SAMP"),
 )}
+#: The aggregates whose result is a spread of the values: a standard deviation or a variance.
+SPREADS = frozenset({"STDDEV_POP", "STDDEV_SAMP", "VARIANCE_POP", "VARIANCE"})
 
 
 def state_of(function: str, family: Family | None, distinct: bool) -> State:

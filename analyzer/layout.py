@@ -40,10 +40,10 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, Mapping
 
-from stategate.analyzer.aggregates import FIELDS, Field, Pool, state_of
+from stategate.analyzer.aggregates import AGGREGATES, FIELDS, Field, Pool, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Aggregate, JobModel, WindowAggregate
-from stategate.analyzer.value_types import Family, exact_scale, family
+from stategate.analyzer.value_types import Family, exact_scale, family, is_integer
 
 #: Layout names as recorded beside the state. v1 stored one state row per aggregate (unpivoted);
 #: v2 kept string MIN/MAX fields in every plain slot; v3 gave every slot the fields of every shape.
@@ -98,9 +98,13 @@ class Shape:
         """The fields a slot of this shape has in ``pool``, in buffer order: the fields its
         aggregate keeps, or every field of the pool for a generic slot."""
         if self.function is None:
-            return tuple(f for f in FIELDS if f.pool is pool)
+            return tuple(f for f in FIELDS if f.pool is pool and f.generic)
         kept = {f for f, _ in state_of(self.function, self.family, False)}
         return tuple(f for f in FIELDS if f in kept)
+
+    def fits_generic(self, pool: Pool) -> bool:
+        """Whether a generic slot of ``pool`` has every field a slot of this shape has."""
+        return all(f.generic for f in self.fields(pool))
 
 
 _GENERIC = "*"
@@ -153,7 +157,8 @@ class Slots:
         added = [i for i in shapes if i not in kept]
         taken: dict[str, int] = {}
         # Shaped slots first: a generic slot is spent only where no slot of the aggregate's shape is free.
-        for fits in (lambda i, s: self.shapes[s] == shapes[i], lambda i, s: self.shapes[s] == GENERIC):
+        for fits in (lambda i, s: self.shapes[s] == shapes[i],
+                     lambda i, s: self.shapes[s] == GENERIC and shapes[i].fits_generic(what)):
             for identity in [i for i in added if i not in taken]:
                 slot = next((s for s in free if fits(identity, s)), None)
                 if slot is not None:
@@ -167,7 +172,8 @@ class Slots:
             if free:
                 unfit = ", ".join(i for i in added if i not in taken)
                 message += (f"; none of them fits {unfit}: a slot made for one aggregate takes only that "
-                            f"shape (free: {', '.join(str(self.shapes[s]) for s in free)})")
+                            "shape, and a generic slot no aggregate with fields generic slots lack (STDDEV, "
+                            f"VARIANCE) (free: {', '.join(str(self.shapes[s]) for s in free)})")
             raise NoRoom(message)
         reused = set(taken.values())
         assigned = tuple((i, kept[i] if i in kept else taken[i]) for i in shapes)
@@ -259,12 +265,23 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
     return JobLayout(pipelines)
 
 
+def argument_family(model: JobModel, aggregate: Aggregate) -> Family | None:
+    """The value family an aggregate keeps its argument's values in (:mod:`analyzer.value_types`;
+    integers in the family its table entry computes them in); None where it cannot be told."""
+    if not aggregate.args:
+        return None
+    expr = aggregate.args[0].expr
+    found = family(model, expr)
+    function = AGGREGATES.get(aggregate.function)
+    return function.kept_as(found, is_integer(model, expr)) if function is not None else found
+
+
 def pool_of(model: JobModel, aggregate: Aggregate) -> Pool:
     """Which pool an aggregate's state lives in: that of the fields it keeps (plain where the type
     of its argument cannot be told)."""
     if aggregate.distinct:
         return Pool.DISTINCT
-    found = family(model, aggregate.args[0].expr) if aggregate.args else None
+    found = argument_family(model, aggregate)
     try:
         return state_of(aggregate.function, found, False)[0][0].pool
     except KeyError:
@@ -280,12 +297,14 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     A SUM, MIN or MAX of exact numbers whose scale is certain keeps it (``SUM:m2``: kept as
     DECIMAL(38, 2), Flink's own type for that sum): kept at :data:`EXACT_SCALE` instead, each value
     would be rescaled, a big-number multiplication per row and field. AVG keeps
-    :data:`EXACT_SCALE`: its division must not round before the result is cut to the result type."""
+    :data:`EXACT_SCALE`: its division must not round before the result is cut to the result type.
+    A STDDEV or VARIANCE of exact numbers keeps their scale too, and its sum of squares twice it:
+    it needs a certain scale (:mod:`analyzer.runnable` refuses an argument without one)."""
     if aggregate.distinct:
         return GENERIC
     if aggregate.function == "COUNT":
         return Shape("COUNT")
-    found = family(model, aggregate.args[0].expr) if aggregate.args else None
+    found = argument_family(model, aggregate)
     if found is None:
         return GENERIC
     scale = exact_scale(model, aggregate.args[0].expr) \

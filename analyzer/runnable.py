@@ -28,13 +28,14 @@ from typing import Callable
 
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES
+from stategate.analyzer.aggregates import AGGREGATES, SPREADS
 from stategate.analyzer.dialect import Flink
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import (Aggregate, IntervalJoin, JobModel, Pipeline, Table, TimeKind, Window,
                                       WindowAggregate, WindowJoin, WindowOperator, sql_key)
 from stategate.analyzer.scope import time_attribute, window_field_of
-from stategate.analyzer.value_types import family
+from stategate.analyzer.layout import argument_family
+from stategate.analyzer.value_types import Family, exact_scale
 from stategate.analyzer.windows import Session, SharedKind
 
 FILESYSTEM, PRINT, KAFKA = "filesystem", "print", "kafka"
@@ -157,17 +158,20 @@ def _check_aggregate(model: JobModel, aggregate: Aggregate, window: Window) -> N
         raise SQLModelError(f"user-defined aggregate {aggregate.written} cannot run on Spark here", line=line, col=col)
     function = AGGREGATES.get(aggregate.function)
     if function is None:
-        raise SQLModelError(f"aggregate {aggregate.written} is not supported (supported: {', '.join(AGGREGATES)})",
-                            line=line, col=col)
+        raise SQLModelError(f"aggregate {aggregate.written} is not supported "
+                            f"(supported: {', '.join(a.spelled for a in AGGREGATES.values())})", line=line, col=col)
     if len(aggregate.args) > 1:
         raise SQLModelError(f"aggregate {aggregate.written} takes one argument", line=line, col=col)
     if aggregate.distinct and isinstance(window.shape, Session):
         raise SQLModelError(f"{aggregate.written}: DISTINCT aggregates over SESSION windows are not supported",
                             line=line, col=col)
-    found = family(model, aggregate.args[0].expr) if aggregate.args else None
+    found = argument_family(model, aggregate)
     if found is not None and function.state_of(found) is None:
-        raise SQLModelError(f"{aggregate.written}: {aggregate.function} over {found.described} is not supported",
+        raise SQLModelError(f"{aggregate.written}: {function.spelled} over {found.described} is not supported",
                             line=line, col=col)
+    if aggregate.function in SPREADS and found is Family.EXACT and exact_scale(model, aggregate.args[0].expr) is None:
+        raise SQLModelError(f"{aggregate.written}: the scale of its argument cannot be told from the declared "
+                            "columns; write CAST(... AS DECIMAL(p, s)) around it", line=line, col=col)
 
 
 def _check_source(model: JobModel, name: str, window: Window | None) -> None:

@@ -9,8 +9,10 @@ analyzer (``stategate.*``, ``table.exec.emit.*``), or has no meaning on Spark: t
 Two of them are fixed for the life of a checkpoint. Spark stores the number of state partitions
 (``spark.sql.shuffle.partitions``) and the state store provider in the checkpoint's offset log and
 reuses them on every restart, whatever the job now says; Flink rescales its key groups instead. So
-the parallelism and the state backend, as they take effect, are part of the state's layout: a change
-to either is honoured only with new state (:func:`state_settings`).
+the parallelism and the state backend, as they take effect, are part of the state's layout
+(:func:`state_settings`): a new state backend is honoured only with new state, and a new parallelism
+by repartitioning RocksDB state before the restart (``spark_jobs.rescale``; Spark repartitions no
+other store).
 """
 
 from __future__ import annotations

@@ -94,6 +94,11 @@ def exact_scale(model: JobModel, expr: exp.Expr) -> int | None:
     return None
 
 
+def is_integer(model: JobModel, expr: exp.Expr) -> bool:
+    """Whether ``expr`` is of an integer type (TINYINT to BIGINT)."""
+    return value_type(model, expr).this in exp.DataType.INTEGER_TYPES
+
+
 def is_text(model: JobModel, expr: exp.Expr) -> bool:
     return family(model, expr) is Family.TEXT
 

@@ -131,6 +131,8 @@ def _run(spark, args: argparse.Namespace) -> int:
     verdict = result.report.verdict.value if result.report else "FRESH"
     for cutover in result.cutovers.values():
         print(f"stategate: take-over {cutover.describe()}")
+    for done in result.repartitioned:
+        print(f"stategate: {done.describe()}")
     ended = f", {result.application.detail}" if result.application is not None else ""
     print(f"stategate: {args.sql} ran ({verdict}){ended}; checkpoint {args.checkpoint}")
     return 0

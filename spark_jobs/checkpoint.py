@@ -19,8 +19,10 @@ So this module imports no PySpark: it reads and writes through a :class:`Checkpo
 URIs Spark wrote.
 
 Spark's log files are a version line (``v1``) and JSON: an offset file has the batch's metadata on
-its second line (``batchWatermarkMs``, ``batchTimestampMs``) and then one line per source (a file
-source's ``{"logOffset": n}``, a Kafka source's ``{"topic": {"partition": offset}}``); a file source's
+its second line (``batchWatermarkMs``, ``batchTimestampMs``, and ``conf``: the settings Spark fixes for
+the checkpoint's life, among them its number of state partitions and its state store) and then one
+line per source (a file source's ``{"logOffset": n}``, a Kafka source's
+``{"topic": {"partition": offset}}``); a file source's
 log has one JSON line per file read (``path``, ``timestamp``, ``batchId``, which is the log's own
 entry number, not a micro-batch), with ``<n>.compact`` files holding the earlier entries.
 """
@@ -32,7 +34,9 @@ import re
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Protocol
+from typing import Any, Mapping, Protocol
+
+from stategate.analyzer.settings import SHUFFLE_PARTITIONS, STATE_STORE
 
 #: Beside Spark's files in every checkpoint: stategate's own record.
 RECORD_DIR = "_stategate"
@@ -41,7 +45,7 @@ RECORD_DIR = "_stategate"
 JOB_SQL, SIGNATURE, TAKE_OVER = "job.sql", "signature.json", "take-over.json"
 RUNNING, STOP = "running.json", "stop.json"
 #: Spark's logs in a query's checkpoint directory.
-OFFSETS, COMMITS, SOURCES = "offsets", "commits", "sources"
+OFFSETS, COMMITS, SOURCES, STATE = "offsets", "commits", "sources", "state"
 #: The version line of Spark's log files.
 LOG_VERSION = "v1"
 
@@ -91,22 +95,41 @@ class PlannedBatch:
     :param batch: the micro-batch
     :param watermark_ms: the event-time watermark the batch evicted with
     :param sources: each source's offset, as the JSON text Spark wrote (in the query's source order)
+    :param conf: the settings Spark ran the batch with and keeps for the checkpoint's life
     """
 
     batch: int
     watermark_ms: int | None
     sources: tuple[str, ...]
+    conf: Mapping[str, str] = field(default_factory=dict)
 
     @classmethod
     def parse(cls, batch: int, text: str) -> PlannedBatch:
         lines = text.splitlines()
-        watermark = None
-        if len(lines) >= 2:
-            try:
-                watermark = int(json.loads(lines[1]).get("batchWatermarkMs"))
-            except (ValueError, TypeError, AttributeError):
-                watermark = None
-        return cls(batch, watermark, tuple(lines[2:]))
+        try:
+            metadata = json.loads(lines[1]) if len(lines) >= 2 else {}
+        except ValueError:
+            metadata = {}
+        if not isinstance(metadata, dict):
+            metadata = {}
+        try:
+            watermark = int(metadata["batchWatermarkMs"])
+        except (KeyError, ValueError, TypeError):
+            watermark = None
+        conf = metadata.get("conf")
+        return cls(batch, watermark, tuple(lines[2:]),
+                   {str(k): str(v) for k, v in conf.items()} if isinstance(conf, dict) else {})
+
+    @property
+    def state_partitions(self) -> int | None:
+        """The number of state partitions the batch ran with."""
+        value = self.conf.get(SHUFFLE_PARTITIONS)
+        return int(value) if value is not None and value.isdigit() else None
+
+    @property
+    def state_store(self) -> str | None:
+        """The state store provider the batch ran with."""
+        return self.conf.get(STATE_STORE)
 
     def file_log_offset(self) -> int | None:
         """How far into its own log a file source had read (its only source's ``logOffset``)."""
@@ -234,6 +257,10 @@ class QueryLog:
         """The watermark of the last planned batch: where the query's state stands."""
         planned = self.planned()
         return self.watermark(planned[-1]) if planned else None
+
+    def holds_state(self) -> bool:
+        """Whether the query keeps state in Spark's state store (a stateless query has none)."""
+        return self.files.exists(f"{self.location}/{STATE}")
 
     def sources(self) -> list[str]:
         """The directories of the query's source logs (a file source keeps one)."""

@@ -13,7 +13,7 @@ from pyspark.sql.streaming import StreamingQuery
 
 from stategate.analyzer import Report, SQLModelError, Verdict, build
 from stategate.analyzer.runnable import check_settings
-from stategate.analyzer.settings import ignored, spark_settings
+from stategate.analyzer.settings import SHUFFLE_PARTITIONS, ignored, spark_settings, state_settings
 from stategate.spark_jobs.checkpoint import Application, WritableCheckpoint, query_dir
 from stategate.spark_jobs.compile import CompiledPipeline, compile_pipeline
 from stategate.spark_jobs.connectors import BatchWriter, batch_writer
@@ -21,6 +21,7 @@ from stategate.spark_jobs.cutover import BOUNDED, FULL, REPLAY_POLICIES, Cutover
 from stategate.spark_jobs.guard import CheckpointGuard
 from stategate.spark_jobs.late_rows import late_rows
 from stategate.spark_jobs.lifecycle import HEARTBEAT_S, Supervisor
+from stategate.spark_jobs.rescale import Repartitioned, carry_partitions
 from stategate.spark_jobs.session import job_settings, try_settings
 from stategate.spark_jobs.storage import HadoopStorage
 
@@ -36,6 +37,7 @@ class RunResult:
     queries: list[StreamingQuery]
     cutovers: dict[str, Cutover] = field(default_factory=dict)  # a take-over's, by pipeline
     application: Application | None = None  # how the job ended, when run to its end
+    repartitioned: list[Repartitioned] = field(default_factory=list)  # state carried to a new parallelism
 
 
 def trigger_options(trigger: str) -> dict:
@@ -96,8 +98,13 @@ def run(
     elif fresh:
         taken = {}  # a fresh start applies only the take-over it is given, never a stale record
     report, layout = guard.check(fresh=fresh, accept=accept)
+    repartitioned: list[Repartitioned] = []
     if report is not None:
         log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
+        # Each query's state at the job's number of state partitions, before any query starts.
+        partitions = int(state_settings(model)[SHUFFLE_PARTITIONS])
+        repartitioned = [done for p in model.pipelines
+                         for done in carry_partitions(spark, storage, query_dir(checkpoint, p.name), partitions)]
     if take_over is not None:
         taken = cutovers(storage, take_over, model, replay) if replay != FULL else {}
         for pipeline in model.pipelines:
@@ -129,9 +136,9 @@ def run(
                 query.stop()
         raise
     if not wait:
-        return RunResult(report, queries, taken)
+        return RunResult(report, queries, taken, repartitioned=repartitioned)
     ended = supervisor.supervise(spark, queries, [p.name for p in model.pipelines])
-    return RunResult(report, queries, taken, ended)
+    return RunResult(report, queries, taken, ended, repartitioned)
 
 
 def _writer(pipeline: CompiledPipeline, source: str) -> BatchWriter:

@@ -37,7 +37,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from stategate.analyzer.aggregates import MERGE, Pool, state_of
+from stategate.analyzer.aggregates import AGGREGATES, MERGE, SPREADS, SUM_SQUARES, Pool, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
@@ -54,10 +54,13 @@ SUM_TYPES: dict[Family, T.DataType] = {Family.EXACT: T.DecimalType(38, EXACT_SCA
 
 
 def family_of(data_type: T.DataType, function: str) -> Family:
-    """The value family of an aggregate's argument, from its Spark type."""
+    """The value family an aggregate keeps its argument in, from the argument's Spark type."""
     if function == "COUNT":
         return Family.EXACT  # only the count is kept
     found = next((f for f, types in _SPARK_FAMILIES if isinstance(data_type, types)), None)
+    aggregate = AGGREGATES.get(function)
+    if aggregate is not None:
+        found = aggregate.kept_as(found, isinstance(data_type, T.IntegralType))
     try:
         state_of(function, found, False)
     except KeyError:
@@ -153,7 +156,8 @@ def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_F
             held = dict(slot_fields(slot)) if slot else {}
             for field in shape.fields(pool):
                 name = f"{field.stem}{i}"
-                sql_type = f"decimal(38,{shape.kept_scale})" if field.sql_type == "decimal" else field.sql_type
+                scale = shape.kept_scale * (2 if field.squared else 1)
+                sql_type = f"decimal(38,{scale})" if field.sql_type == "decimal" else field.sql_type
                 fields.append(_Field(name, held.get(name, field.idle), sql_type, slot if name in held else None))
     return fields
 
@@ -170,9 +174,23 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
         argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
         return F.expr(f"{field.function}({argument}) FILTER (WHERE `{ts}` = {never})").alias(field.name)
     value = f"unix_micros(CAST(`{slot.value}` AS TIMESTAMP))" if slot.family is Family.TIME else f"`{slot.value}`"
-    argument = "1" if field.function == "count" else f"CAST({value} AS {field.sql_type})"
-    return F.expr(f"{field.function}({argument}) FILTER (WHERE {_counted(slot)} AND `{ts}` <> {never})") \
-        .alias(field.name)
+    if field.function == "count":
+        argument = "1"
+    elif field.function == SUM_SQUARES:
+        argument = f"CAST({_squared(value, slot)} AS {field.sql_type})"
+    else:
+        argument = f"CAST({value} AS {field.sql_type})"
+    function = MERGE[SUM_SQUARES] if field.function == SUM_SQUARES else field.function
+    return F.expr(f"{function}({argument}) FILTER (WHERE {_counted(slot)} AND `{ts}` <> {never})").alias(field.name)
+
+
+def _squared(value: str, slot: Slot) -> str:
+    """The square of a value, exact: a decimal as a DECIMAL(19, s) times a DECIMAL(18, s), which
+    Spark multiplies into a DECIMAL(38, 2s) without rounding (values below 10^(18 - s))."""
+    if slot.family is Family.FLOATING:
+        return f"CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE)"
+    scale = _scale(slot)
+    return f"CAST({value} AS DECIMAL(19, {scale})) * CAST({value} AS DECIMAL(18, {scale}))"
 
 
 #: No record has this event time: the instant after which :func:`_field` tags its guards.
@@ -213,6 +231,8 @@ def _merged(name: str, function: str) -> Column:
 def final_value(slot: Slot) -> Column:
     """The aggregate's result for an emitted window, from its slot, typed as Flink types it."""
     function = slot.function
+    if function in SPREADS:
+        return _spread(slot, *_spread_state(slot))
     if slot.distinct:
         values = F.transform(F.col(f"dv{slot.index}"), lambda x: x.cast(_value_type(slot)))
         if function == "COUNT":
@@ -234,6 +254,70 @@ def final_value(slot: Slot) -> Column:
     if slot.family is Family.TIME:
         value = F.timestamp_micros(value.cast("long"))
     return _cast(value, slot)
+
+
+def _spread_state(slot: Slot) -> tuple[Column, Column, Column]:
+    """The count, sum and sum of squares of a STDDEV's or VARIANCE's values: its slot's fields, or
+    for DISTINCT, of its set of values."""
+    if not slot.distinct:
+        count, total, squares = fields_of(slot)
+        return F.col(count), F.col(total), F.col(squares)
+    value_type: T.DataType = T.DoubleType()
+    square_type: T.DataType = T.DoubleType()
+    if slot.family is not Family.FLOATING:
+        value_type, square_type = T.DecimalType(38, _scale(slot)), T.DecimalType(38, 2 * _scale(slot))
+    values = F.transform(F.col(f"dv{slot.index}"), lambda x: x.cast(value_type))
+
+    def summed(terms: Column, data_type: T.DataType) -> Column:
+        return F.aggregate(terms, F.lit(0).cast(data_type), lambda acc, x: (acc + x).cast(data_type))
+
+    squared = (lambda x: x * x) if slot.family is Family.FLOATING else \
+        (lambda x: x.cast(T.DecimalType(19, _scale(slot))) * x.cast(T.DecimalType(18, _scale(slot))))
+    size = F.size(values).cast("long")
+    present = size > 0  # no value: every result is NULL, as the fields of an empty slot are
+    return (size, F.when(present, summed(values, value_type)),
+            F.when(present, summed(F.transform(values, squared), square_type)))
+
+
+def _spread(slot: Slot, count: Column, total: Column, squares: Column) -> Column:
+    """A STDDEV or VARIANCE as Flink computes it from the count ``n``, sum and sum of squares:
+    ``(Σx² − (Σx)² / n) / n`` (``n − 1`` for a sample, NULL where that is 0), and its square root
+    for a STDDEV. Exact numbers keep Flink's scales: the result's scale ``r`` (the argument's, at
+    least 6), ``2r`` for squares, each division rounded half up to ``2r`` (every operand's type is
+    chosen so that Spark keeps that scale exactly); the square root goes through DOUBLE. Integers
+    and floating point are computed in DOUBLE, and the result cast to the argument's type."""
+    sample = slot.function in ("STDDEV_SAMP", "VARIANCE")
+    divisor = count - 1 if sample else count
+    divisor = F.when(divisor != 0, divisor)
+    if slot.family is Family.FLOATING:
+        variance = (squares - total * total / count) / divisor
+        if slot.function.startswith("STDDEV"):
+            variance = F.pow(variance, 0.5)
+        return _floating_result(variance, slot.input_type)
+    scale = max(_scale(slot), 6)
+    wide = T.DecimalType(37, 2 * scale)
+    mean_square = total.cast(T.DecimalType(19, scale)) * total.cast(T.DecimalType(18, scale)) / count
+    variance = (squares.cast(wide) - mean_square.cast(wide)) / divisor
+    if slot.function.startswith("STDDEV"):
+        variance = F.pow(variance.cast("double"), 0.5)
+    return variance.cast(T.DecimalType(38, scale))
+
+
+def _floating_result(value: Column, data_type: T.DataType) -> Column:
+    """A DOUBLE result in the argument's type, as Java casts it: integers truncated toward zero and
+    held to the type's range, NaN as 0."""
+    if not isinstance(data_type, T.IntegralType):
+        return value.cast(data_type)
+    bits = {T.ByteType: 8, T.ShortType: 16, T.IntegerType: 32, T.LongType: 64}[type(data_type)]
+    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    held = F.when(F.isnan(value), F.lit(0)).when(value >= high, F.lit(high)).when(value <= low, F.lit(low)) \
+        .otherwise(value.cast("long"))
+    return held.cast(data_type)
+
+
+def _scale(slot: Slot) -> int:
+    """The scale of an exact argument (0 for an integer)."""
+    return slot.input_type.scale if isinstance(slot.input_type, T.DecimalType) else 0
 
 
 def _value_type(slot: Slot) -> T.DataType:

@@ -10,8 +10,8 @@ from __future__ import annotations
 from typing import AbstractSet as Set
 
 from stategate.analyzer.layout import WIDTH_SETTINGS
-from stategate.analyzer.settings import (FLINK_TO_SPARK, SHUFFLE_PARTITIONS, STATE_STORE, ignored, state_settings,
-                                         written_as)
+from stategate.analyzer.settings import (FLINK_TO_SPARK, ROCKSDB, SHUFFLE_PARTITIONS, STATE_STORE, ignored,
+                                         state_settings, written_as)
 from stategate.analyzer.model import JobModel, Pipeline, Role, Table
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
@@ -19,12 +19,15 @@ from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
 PREFIX = "stategate"
 
 #: Settings that tune the runtime, not the state: changing them is state-neutral. (Parallelism
-#: and the state backend are not: Spark fixes them in the checkpoint, :mod:`analyzer.settings`.)
+#: and the state backend are not: Spark fixes them in the checkpoint, :mod:`analyzer.settings`; a
+#: parallelism change is carried over only by repartitioning RocksDB state.)
 RUNTIME_SETTINGS = ("pipeline.name", "execution.checkpointing.", "execution.runtime-mode",
                     "table.exec.mini-batch.", "stategate.replay.")
 #: What each setting a checkpoint keeps for its life is called in a finding.
 _STATE_SETTINGS = {SHUFFLE_PARTITIONS: ("parallelism", "the number of state partitions"),
                    STATE_STORE: ("state-backend", "the state store")}
+#: The rule of a new parallelism that the restart carries the RocksDB state to.
+REPARTITIONED = f"{PREFIX}.setting.parallelism.repartitioned"
 
 
 def check(change: Change) -> list[Finding]:
@@ -126,13 +129,33 @@ def output_expressions(change: Change) -> list[Finding]:
                     ", ".join(o.value.written for o in change.new.outputs))]
 
 
+def _state_settings(old: JobModel, new: JobModel) -> list[Finding]:
+    """The settings a checkpoint keeps for its life. A new parallelism on RocksDB state is carried
+    over: the restart repartitions the state first (:mod:`spark_jobs.rescale`); anything else takes
+    effect only with new state."""
+    before, after = state_settings(old), state_settings(new)
+    findings = []
+    for key, (rule, what) in _STATE_SETTINGS.items():
+        if before[key] == after[key]:
+            continue
+        was, now = written_as(old, key), written_as(new, key)
+        if key == SHUFFLE_PARTITIONS and before[STATE_STORE] == after[STATE_STORE] == ROCKSDB:
+            findings.append(Finding(REPARTITIONED, FULL,
+                                    f"{what} changes from {before[key]} to {after[key]}: the restart first "
+                                    f"repartitions the RocksDB state to {after[key]} partitions (Spark's offline "
+                                    "repartition), so every open window keeps its state", was, now))
+            continue
+        message = (f"{what} changes from {before[key]} to {after[key]}: Spark keeps a checkpoint's {what} for its "
+                   "life (Flink rescales its key groups), so the new value takes effect only with new state")
+        if key == SHUFFLE_PARTITIONS:
+            message += ("; Spark repartitions RocksDB state only (SET 'state.backend.type' = 'rocksdb' from the "
+                        "first deploy carries the state across a new parallelism)")
+        findings.append(Finding(f"{PREFIX}.setting.{rule}", INCOMPATIBLE, message, was, now))
+    return findings
+
+
 def settings(old: JobModel, new: JobModel) -> list[Finding]:
-    before_state, after_state = state_settings(old), state_settings(new)
-    findings = [Finding(f"{PREFIX}.setting.{rule}", INCOMPATIBLE,
-                        f"{what} changes from {before_state[key]} to {after_state[key]}: Spark keeps a checkpoint's "
-                        f"{what} for its life (Flink rescales its key groups, Spark does not), so the new value "
-                        "takes effect only with new state", written_as(old, key), written_as(new, key))
-                for key, (rule, what) in _STATE_SETTINGS.items() if before_state[key] != after_state[key]]
+    findings = _state_settings(old, new)
     for key in sorted(set(old.settings) | set(new.settings)):
         if (key.startswith("table.exec.emit.") or key in FLINK_TO_SPARK or key in _STATE_SETTINGS
                 or old.settings.get(key) == new.settings.get(key)):

@@ -6,6 +6,7 @@ import pytest
 
 from stategate.analyzer import Report, SQLModelError, Verdict, build, compare_models
 from stategate.analyzer.judgement import Deployed, judge
+from stategate.analyzer.aggregates import COUNTED, EXACT_SQUARES, EXACT_SUM, Pool
 from stategate.analyzer.layout import (
     EXACT_SCALE, GENERIC, LAYOUT_V1, JobLayout, NoRoom, Shape, plan,
 )
@@ -167,3 +168,24 @@ def test_a_changed_width_setting_applies_after_the_state_is_cleared() -> None:
 def test_a_bad_width_is_a_located_error() -> None:
     with pytest.raises(SQLModelError, match="stategate.state.slots' must be a whole number"):
         plan(build(job("SUM(price)", "SET 'stategate.state.slots' = 'many';\n")))
+
+
+def test_a_spread_is_shaped_by_what_flink_computes_it_in() -> None:
+    """A STDDEV or VARIANCE of a DECIMAL keeps its scale; of an integer, DOUBLE (as Flink computes
+    it); VAR_SAMP and VARIANCE are one aggregate."""
+    signature = deployed(job("STDDEV_POP(price), VAR_SAMP(CHAR_LENGTH(item)), VARIANCE(CHAR_LENGTH(item))"))
+    pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
+    assert pool["shapes"][:2] == ["STDDEV_POP:m2", "VARIANCE:d"]
+    assert pool["assigned"] == {"STDDEV_POP(Bid.price)": 0, "VARIANCE(LENGTH(Bid.item))": 1}
+    assert Shape.parse("STDDEV_POP:m2").fields(Pool.PLAIN) == (COUNTED, EXACT_SUM, EXACT_SQUARES)
+
+
+def test_a_spread_added_later_never_takes_a_generic_slot() -> None:
+    """Generic slots keep the fields of the releases that made them: a sum of squares is not one."""
+    old = job("SUM(price)")
+    signature = deployed(old)
+    report = judged(old, job("SUM(price), STDDEV_POP(price)"), signature)
+    assert report.verdict is Verdict.INCOMPATIBLE
+    assert "stategate.layout.no-room" in {f.rule for f in report.findings}
+    assert "none of them fits STDDEV_POP(Bid.price)" in report.to_text()
+    assert judged(old, job("SUM(price), MAX(price)"), signature).verdict is Verdict.PARTIAL

@@ -65,6 +65,28 @@ def test_a_changed_parallelism_or_state_backend_needs_new_state(before, after, r
 
 
 @pytest.mark.parametrize("before, after", [
+    (("state.backend.type=rocksdb",), ("state.backend.type=rocksdb", "parallelism.default=8")),
+    (("state.backend=rocksdb", "parallelism.default=8"), ("state.backend.type=rocksdb", "spark.sql.shuffle.partitions=2")),
+    (("spark.sql.streaming.stateStore.providerClass=" + ROCKSDB, "table.exec.resource.default-parallelism=3"),
+     ("state.backend.type=rocksdb", "parallelism.default=6")),
+])
+def test_a_changed_parallelism_of_rocksdb_state_restarts_on_its_repartitioned_state(before, after) -> None:
+    report = compare(job(*before), job(*after))
+    assert report.verdict is Verdict.FULL
+    (finding,) = [f for f in report.findings if f.rule.startswith("stategate.setting.parallelism")]
+    assert finding.rule == "stategate.setting.parallelism.repartitioned"
+    new = state_settings(build(job(*after)))[SHUFFLE_PARTITIONS]
+    assert f"repartitions the RocksDB state to {new} partitions" in finding.message
+
+
+def test_a_changed_parallelism_of_other_state_says_what_would_carry_it() -> None:
+    report = compare(job(), job("parallelism.default=8"))
+    (finding,) = [f for f in report.findings if f.rule == "stategate.setting.parallelism"]
+    assert finding.effect is Verdict.INCOMPATIBLE
+    assert "Spark repartitions RocksDB state only" in finding.message
+
+
+@pytest.mark.parametrize("before, after", [
     ((), (f"parallelism.default={DEFAULT_PARTITIONS}",)),
     (("parallelism.default=8",), ("spark.sql.shuffle.partitions=8",)),
     (("state.backend=filesystem",), ("state.backend.type=hashmap",)),

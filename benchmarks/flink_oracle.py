@@ -1,0 +1,133 @@
+"""Flink's own answers to window aggregation queries, recorded as a test fixture.
+
+Runs each query of an aggregate family through PyFlink (streaming mode, a bounded filesystem source
+with the job's watermark) on random bids with NULLs, and writes the input, the queries and Flink's
+rows to ``tests/data/flink/<family>.json``. ``tests/spark_jobs/test_flink_equality.py`` runs the same
+queries through stategate and compares row for row, so ``make test`` needs no Flink. PyFlink is an
+oracle, never a dependency: it lives in a venv of its own::
+
+    python3 -m venv .flink && .flink/bin/pip install 'apache-flink==2.3.0'
+    .flink/bin/python benchmarks/flink_oracle.py variance      # rewrites tests/data/flink/variance.json
+
+Flink emits every window at the end of its bounded input; a Spark job emits a window once its
+watermark passes it. The input ends with a bid far in the future (:data:`CLOSER`), so both engines
+close every window of the other bids, and the fixture keeps only those.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+from datetime import datetime, timedelta
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = ROOT / "tests" / "data" / "flink"
+COLUMNS = "bidtime TIMESTAMP(3), price DECIMAL(10, 2), qty INT, score DOUBLE, supplier_id STRING"
+#: The last bid: its watermark closes every window of the others.
+CLOSER = "2020-04-16 00:00:00.000,0.00,0,0.0,closer"
+WINDOWS = {
+    "tumble": "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)",
+    "hop": "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)",
+    "cumulate": "CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '20' MINUTES)",
+    "session": "SESSION(TABLE Bid PARTITION BY supplier_id, DESCRIPTOR(bidtime), INTERVAL '3' MINUTES)",
+}
+#: Per family, the aggregate calls each query computes (over every window kind; ``{c}`` is each
+#: column of :data:`AGGREGATED`), and how its values compare: ``exact``, or ``double``: Flink
+#: computes the family in DOUBLE whatever the argument's type, so its last bit depends on the
+#: order rows and slices arrive in, and the cast to the result's type (an INT, a DECIMAL(38, 6))
+#: can turn that into one unit of the result's last digit. Flink 2.3 computes STDDEV and VARIANCE
+#: with Welford's algorithm: over one HOP window whose exact VAR_SAMP of INTs is 582, it says 581.
+FAMILIES = {
+    "variance": (("STDDEV_POP({c})", "STDDEV_SAMP({c})", "VAR_POP({c})", "VAR_SAMP({c})", "VARIANCE({c})",
+                  "STDDEV_POP({c}) FILTER (WHERE qty > 40)", "VAR_SAMP(DISTINCT {c})"), "double"),
+}
+AGGREGATED = ("price", "qty", "score")
+
+
+def bids(seed: int, count: int) -> list[str]:
+    """Random bids over two hours and four suppliers, every value column NULL now and then, in
+    event-time order with small disorder (within the watermark's delay)."""
+    rng = random.Random(seed)
+    start = datetime(2020, 4, 15, 8, 0)
+    lines = []
+    for i in range(count):
+        at = start + timedelta(seconds=i * 7200 // count + rng.randint(0, 1))
+        price = "" if rng.random() < 0.1 else f"{rng.uniform(-5, 500):.2f}"
+        qty = "" if rng.random() < 0.1 else str(rng.randint(-10, 100))
+        score = "" if rng.random() < 0.1 else repr(rng.uniform(-1, 1) * 10 ** rng.randint(-3, 3))
+        lines.append(f"{at:%Y-%m-%d %H:%M:%S}.000,{price},{qty},{score},s{rng.randint(1, 4)}")
+    return lines + [CLOSER]
+
+
+def queries(family: str) -> dict[str, str]:
+    """Each window kind's query: every call of the family over every aggregated column (DISTINCT
+    ones but over SESSION windows, which stategate refuses them over)."""
+    found = {}
+    for kind, window in WINDOWS.items():
+        calls = [call.format(c=c) for c in AGGREGATED for call in FAMILIES[family][0]
+                 if kind != "session" or "DISTINCT" not in call]
+        select = ",\n  ".join(f"{call} AS a{i}" for i, call in enumerate(calls))
+        found[kind] = (f"SELECT supplier_id, window_start, window_end,\n  {select}\nFROM TABLE({window})\n"
+                       "GROUP BY supplier_id, window_start, window_end")
+    return found
+
+
+def run_flink(lines: list[str], sql: dict[str, str]) -> dict[str, list[list]]:
+    from pyflink.table import EnvironmentSettings, TableEnvironment
+
+    found = {}
+    with tempfile.TemporaryDirectory() as folder:
+        (Path(folder) / "bids.csv").write_text("\n".join(lines) + "\n")
+        env = TableEnvironment.create(EnvironmentSettings.in_streaming_mode())
+        env.get_config().set("parallelism.default", "1")
+        env.get_config().set("table.local-time-zone", "UTC")
+        env.execute_sql(f"CREATE TABLE Bid ({COLUMNS}, WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) "
+                        f"WITH ('connector' = 'filesystem', 'path' = '{folder}', 'format' = 'csv', "
+                        "'csv.null-literal' = '')")
+        for kind, query in sql.items():
+            with env.execute_sql(query).collect() as rows:
+                found[kind] = sorted([_text(v) for v in row] for row in rows if row[0] != "closer")
+    return found
+
+
+def _text(value: object) -> object:
+    """A value as the fixture keeps it: doubles as numbers, NULL as None, the rest as Flink prints it."""
+    if value is None or isinstance(value, (int, float)):
+        return value
+    if isinstance(value, datetime):
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value)
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("family", choices=sorted(FAMILIES))
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--bids", type=int, default=600)
+    args = parser.parse_args(argv)
+    import pyflink
+
+    lines = bids(args.seed, args.bids)
+    sql = queries(args.family)
+    fixture = {
+        "command": f"benchmarks/flink_oracle.py {args.family} --seed {args.seed} --bids {args.bids}",
+        "flink": pyflink.version.__version__,
+        "compare": FAMILIES[args.family][1],
+        "columns": COLUMNS,
+        "input": lines,
+        "queries": sql,
+        "rows": run_flink(lines, sql),
+    }
+    FIXTURES.mkdir(parents=True, exist_ok=True)
+    out = FIXTURES / f"{args.family}.json"
+    out.write_text(json.dumps(fixture, indent=1) + "\n")
+    print(f"{out}: " + ", ".join(f"{kind} {len(rows)} rows" for kind, rows in fixture["rows"].items()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -41,8 +41,9 @@ ROOT = Path(__file__).resolve().parents[1]
 
 START = datetime(2026, 1, 1)
 SCHEMA = "bidtime TIMESTAMP, price DECIMAL(10, 2), supplier STRING"
-AGGREGATES = "COUNT(*) AS bids, SUM(price) AS total, MAX(price) AS top"
 COLUMNS = ["window_start", "window_end", "supplier", "bids", "total", "top"]
+#: The aggregate of price a case writes as ``top``: its sink type, and Spark's own function for it.
+TOPS = {"MAX": ("DECIMAL(10, 2)", "max"), "STDDEV_POP": ("DECIMAL(38, 6)", "stddev_pop")}
 
 
 @dataclass(frozen=True)
@@ -53,6 +54,7 @@ class Case:
     size_min: int
     slide_min: int = 0
     wide: bool = False  # run on the smaller data set (the built-in side fans out size/slide-fold)
+    top: str = "MAX"  # the third aggregate (:data:`TOPS`)
 
 
 CASES = [
@@ -68,6 +70,11 @@ CASES = [
     Case("CUMULATE 1 min / 1440 min",
          "CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '1440' MINUTES)",
          "cumulate", 1440, 1, True),
+    Case("TUMBLE 1 min STDDEV_POP", "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)", "tumble", 1,
+         top="STDDEV_POP"),
+    Case("HOP 60 min / 1 min STDDEV_POP",
+         "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)", "hop", 60, 1,
+         top="STDDEV_POP"),
 ]
 
 
@@ -75,10 +82,14 @@ def builtin_frame(case: Case, frame):
     """What a Spark user writes by hand for the case."""
     from pyspark.sql import functions as F
 
+    sink_type, function = TOPS[case.top]
+
+    def top(value):
+        return getattr(F, function)(value).cast(sink_type).alias("top")
+
     def agg(grouped_frame, window):
         return grouped_frame.groupBy(window.alias("w"), "supplier").agg(
-            F.count(F.lit(1)).alias("bids"), F.sum("price").cast("decimal(38,2)").alias("total"),
-            F.max("price").alias("top"))
+            F.count(F.lit(1)).alias("bids"), F.sum("price").cast("decimal(38,2)").alias("total"), top("price"))
 
     if case.kind == "tumble":
         return agg(frame, F.window("bidtime", f"{case.size_min} minutes"))
@@ -96,7 +107,7 @@ def builtin_frame(case: Case, frame):
     return sliding.groupBy("w", "supplier").agg(
         F.count(F.when(inside, 1)).alias("bids"),
         F.sum(F.when(inside, F.col("price"))).cast("decimal(38,2)").alias("total"),
-        F.max(F.when(inside, F.col("price"))).alias("top"),
+        top(F.when(inside, F.col("price"))),
     ).where(F.col("bids") > 0).select(F.struct(start.alias("start"), F.col("w.end").alias("end")).alias("w"),
                                         "supplier", "bids", "total", "top")
 
@@ -122,16 +133,17 @@ def generate(directory: Path, rows: int, keys: int, minutes: int, files: int, se
     os.utime(closer, (1_700_000_000 + files, 1_700_000_000 + files))
 
 
-def job_sql(source: Path, output: Path, tvf: str, slots: int | None = None) -> str:
+def job_sql(source: Path, output: Path, tvf: str, slots: int | None = None, top: str = "MAX") -> str:
     width = f"SET '{SLOTS_SETTING}' = '{slots}';\n" if slots else ""
     return (f"{width}CREATE TABLE Bid ({SCHEMA.replace('TIMESTAMP', 'TIMESTAMP(3)')},\n"
             "  WATERMARK FOR bidtime AS bidtime - INTERVAL '5' SECOND)\n"
             f"WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv',"
             " 'spark.maxFilesPerTrigger' = '1');\n"
             "CREATE TABLE Totals (window_start TIMESTAMP(3), window_end TIMESTAMP(3), supplier STRING,"
-            " bids BIGINT, total DECIMAL(38, 2), top DECIMAL(10, 2))\n"
+            f" bids BIGINT, total DECIMAL(38, 2), top {TOPS[top][0]})\n"
             f"WITH ('connector' = 'filesystem', 'path' = '{output}', 'format' = 'parquet');\n"
-            f"INSERT INTO Totals SELECT window_start, window_end, supplier, {AGGREGATES}\nFROM TABLE({tvf})\n"
+            "INSERT INTO Totals SELECT window_start, window_end, supplier, COUNT(*) AS bids, SUM(price) AS total, "
+            f"{top}(price) AS top\nFROM TABLE({tvf})\n"
             "GROUP BY supplier, window_start, window_end;")
 
 
@@ -174,7 +186,7 @@ def child(engine: str, case: Case, source: Path, work: Path, slots: int | None) 
     if engine == "builtin":
         query = builtin_query(spark, case, source, output, checkpoint)
     else:
-        query = run(spark, job_sql(source, output, case.tvf, slots), checkpoint).queries[0]
+        query = run(spark, job_sql(source, output, case.tvf, slots, case.top), checkpoint).queries[0]
     seconds = time.perf_counter() - started
     progress = [p for p in query.recentProgress if p]
     phases: dict[str, int] = {}

@@ -31,6 +31,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
@@ -211,6 +212,8 @@ class Application:
 
 #: Heartbeats missed before a driver counts as gone (killed, its host lost).
 SILENT_AFTER = 6
+#: How often a missing announcement is read, and how far apart, before it counts as absent.
+_REREADS, _REREAD_S = 3, 0.1
 
 
 def utc_now() -> datetime:
@@ -343,9 +346,21 @@ class Checkpoint:
         return None if text is None else json.loads(text)
 
     def application(self) -> Application | None:
-        """The application that last ran on this checkpoint, as its driver last said; None if none did."""
-        text = self._read(RUNNING)
-        return None if text is None else Application.from_json(text)
+        """The application that last ran on this checkpoint, as its driver last said; None if none did.
+
+        Read again where it is missing for a moment: a driver renews it by renaming a new copy over
+        it, which a store without an atomic overwrite (Hadoop's local filesystem among them) does by
+        deleting the old one first, and a stop must not take that moment for a job that is gone."""
+        for attempt in range(_REREADS):
+            try:
+                text = self._read(RUNNING)
+            except FileNotFoundError:  # deleted between looking for it and reading it
+                text = None
+            if text is not None:
+                return Application.from_json(text)
+            if attempt < _REREADS - 1:
+                time.sleep(_REREAD_S)
+        return None
 
     def stop_requested(self) -> dict[str, Any] | None:
         """A request that the application stop: who asked, when; None if nobody did."""

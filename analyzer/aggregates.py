@@ -4,7 +4,8 @@ As Spark's ``DeclarativeAggregate`` and Flink's ``AggregateFunction`` keep an ag
 its merge together, each entry here says, per value family of the argument, which state fields
 the aggregate holds and the aggregate function that fills each from input rows; :data:`MERGE` says
 how two partial states of a field become one (the slices of a HOP or CUMULATE window, sessions
-that merge). A DISTINCT aggregate keeps the set of its values, whatever its function.
+that merge), and :class:`Result` how the aggregate's result comes from its state. A DISTINCT
+aggregate keeps the set of its values, whatever its function.
 
 Everything that needs to know an aggregate reads it here: the state layout (which fields a slot
 shape has, :mod:`analyzer.layout`), what the engine can run (:mod:`analyzer.runnable`) and the
@@ -76,12 +77,40 @@ MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", SUM_SQUARES: "sum", "m
 State = tuple[tuple[Field, str], ...]
 
 
+class Result(Enum):
+    """How an aggregate's result comes from its state (:func:`spark_jobs.state.final_value`)."""
+
+    COUNT = "count"  # the count, 0 where none
+    SUM = "sum"
+    MIN = "min"
+    MAX = "max"
+    MEAN = "mean"  # the sum over the count
+    VAR_POP = "var_pop"  # (Σx² − (Σx)² / n) / n, from the count, sum and sum of squares
+    VAR_SAMP = "var_samp"  # the same over n − 1
+    STDDEV_POP = "stddev_pop"  # the square root of VAR_POP
+    STDDEV_SAMP = "stddev_samp"
+
+    @property
+    def spread(self) -> bool:
+        """A variance or a standard deviation."""
+        return self in (Result.VAR_POP, Result.VAR_SAMP, Result.STDDEV_POP, Result.STDDEV_SAMP)
+
+    @property
+    def sample(self) -> bool:
+        return self in (Result.VAR_SAMP, Result.STDDEV_SAMP)
+
+    @property
+    def root(self) -> bool:
+        return self in (Result.STDDEV_POP, Result.STDDEV_SAMP)
+
+
 @dataclass(frozen=True)
 class AggregateFunction:
     """One aggregate the engine runs.
 
     :param name: its name in the model (sqlglot's: ``VARIANCE`` for Flink's ``VAR_SAMP`` and ``VARIANCE``)
     :param state: per value family of its argument, the state it keeps (``None``: whatever the family)
+    :param result: how its result comes from that state
     :param flink: how Flink spells it, where the model's name differs
     :param integers_as: the family it computes integers in, where not as exact numbers (Flink
         computes a STDDEV or VARIANCE of integers in DOUBLE, then casts to the integer type)
@@ -89,6 +118,7 @@ class AggregateFunction:
 
     name: str
     state: Mapping[Family | None, State]
+    result: Result
     flink: str = ""
     integers_as: Family | None = None
 
@@ -105,36 +135,35 @@ class AggregateFunction:
         return self.flink or self.name
 
 
-def _extreme(name: str, function: str) -> AggregateFunction:
+def _extreme(name: str, function: str, result: Result) -> AggregateFunction:
     return AggregateFunction(name, {Family.EXACT: ((EXACT_EXTREME, function),),
                                     Family.TIME: ((EXACT_EXTREME, function),),
                                     Family.FLOATING: ((FLOATING_VALUE, function),),
-                                    Family.TEXT: ((TEXT_EXTREME, function),)})
+                                    Family.TEXT: ((TEXT_EXTREME, function),)}, result)
 
 
-def _spread(name: str, flink: str = "") -> AggregateFunction:
+def _spread(name: str, result: Result, flink: str = "") -> AggregateFunction:
     """STDDEV and VARIANCE, as Flink reduces them: from the count, the sum and the sum of squares
-    of the values (:mod:`spark_jobs.state` computes the result from them as Flink does)."""
+    of the values; Flink computes those of integers in DOUBLE."""
     return AggregateFunction(name, {Family.EXACT: ((COUNTED, "count"), (EXACT_SUM, "sum"), (EXACT_SQUARES, SUM_SQUARES)),
                                     Family.FLOATING: ((COUNTED, "count"), (FLOATING_VALUE, "sum"),
                                                       (FLOATING_SQUARES, SUM_SQUARES))},
-                             flink, integers_as=Family.FLOATING)
+                             result, flink, integers_as=Family.FLOATING)
 
 
 AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
-    AggregateFunction("COUNT", {None: ((COUNTED, "count"),)}),
-    AggregateFunction("SUM", {Family.EXACT: ((EXACT_SUM, "sum"),), Family.FLOATING: ((FLOATING_VALUE, "sum"),)}),
-    _extreme("MIN", "min"),
-    _extreme("MAX", "max"),
+    AggregateFunction("COUNT", {None: ((COUNTED, "count"),)}, Result.COUNT),
+    AggregateFunction("SUM", {Family.EXACT: ((EXACT_SUM, "sum"),), Family.FLOATING: ((FLOATING_VALUE, "sum"),)},
+                      Result.SUM),
+    _extreme("MIN", "min", Result.MIN),
+    _extreme("MAX", "max", Result.MAX),
     AggregateFunction("AVG", {Family.EXACT: ((COUNTED, "count"), (EXACT_SUM, "sum")),
-                              Family.FLOATING: ((COUNTED, "count"), (FLOATING_VALUE, "sum"))}),
-    _spread("STDDEV_POP"),
-    _spread("STDDEV_SAMP"),
-    _spread("VARIANCE_POP", "VAR_POP"),
-    _spread("VARIANCE", "VAR_SAMP"),
+                              Family.FLOATING: ((COUNTED, "count"), (FLOATING_VALUE, "sum"))}, Result.MEAN),
+    _spread("STDDEV_POP", Result.STDDEV_POP),
+    _spread("STDDEV_SAMP", Result.STDDEV_SAMP),
+    _spread("VARIANCE_POP", Result.VAR_POP, "VAR_POP"),
+    _spread("VARIANCE", Result.VAR_SAMP, "VAR_SAMP"),
 )}
-#: The aggregates whose result is a spread of the values: a standard deviation or a variance.
-SPREADS = frozenset({"STDDEV_POP", "STDDEV_SAMP", "VARIANCE_POP", "VARIANCE"})
 
 
 def state_of(function: str, family: Family | None, distinct: bool) -> State:

@@ -28,7 +28,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES, SPREADS
+from stategate.analyzer.aggregates import AGGREGATES
 from stategate.analyzer.dialect import Flink
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import (Aggregate, IntervalJoin, JobModel, Pipeline, Table, TimeKind, Window,
@@ -169,7 +169,7 @@ def _check_aggregate(model: JobModel, aggregate: Aggregate, window: Window) -> N
     if found is not None and function.state_of(found) is None:
         raise SQLModelError(f"{aggregate.written}: {function.spelled} over {found.described} is not supported",
                             line=line, col=col)
-    if aggregate.function in SPREADS and found is Family.EXACT and exact_scale(model, aggregate.args[0].expr) is None:
+    if function.result.spread and found is Family.EXACT and exact_scale(model, aggregate.args[0].expr) is None:
         raise SQLModelError(f"{aggregate.written}: the scale of its argument cannot be told from the declared "
                             "columns; write CAST(... AS DECIMAL(p, s)) around it", line=line, col=col)
 

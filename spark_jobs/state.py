@@ -37,7 +37,7 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from stategate.analyzer.aggregates import AGGREGATES, MERGE, SPREADS, SUM_SQUARES, Pool, state_of
+from stategate.analyzer.aggregates import AGGREGATES, MERGE, SUM_SQUARES, Pool, Result, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
@@ -92,6 +92,11 @@ class Slot:
     @property
     def function(self) -> str:
         return self.aggregate.function
+
+    @property
+    def result(self) -> Result:
+        """How its result comes from its state (the table of aggregates)."""
+        return AGGREGATES[self.function].result
 
     @property
     def distinct(self) -> bool:
@@ -230,26 +235,26 @@ def _merged(name: str, function: str) -> Column:
 
 def final_value(slot: Slot) -> Column:
     """The aggregate's result for an emitted window, from its slot, typed as Flink types it."""
-    function = slot.function
-    if function in SPREADS:
+    result = slot.result
+    if result.spread:
         return _spread(slot, *_spread_state(slot))
     if slot.distinct:
         values = F.transform(F.col(f"dv{slot.index}"), lambda x: x.cast(_value_type(slot)))
-        if function == "COUNT":
+        if result is Result.COUNT:
             return F.size(F.col(f"dv{slot.index}")).cast("long")
         value_type = _value_type(slot)
         total = F.aggregate(values, F.lit(None).cast(value_type),
                             lambda acc, x: F.coalesce(acc + x, x).cast(value_type))
-        if function == "SUM":
+        if result is Result.SUM:
             return _cast(total, slot)
-        if function == "AVG":
+        if result is Result.MEAN:
             return _cast(total / F.size(values), slot)
-        return _cast(F.array_min(values) if function == "MIN" else F.array_max(values), slot)
+        return _cast(F.array_min(values) if result is Result.MIN else F.array_max(values), slot)
     fields = fields_of(slot)
-    if function == "COUNT":
+    if result is Result.COUNT:
         return F.coalesce(F.col(fields[0]), F.lit(0)).cast("long")
     value = F.col(fields[-1])
-    if function == "AVG":
+    if result is Result.MEAN:
         return _cast(value / F.col(fields[0]), slot)
     if slot.family is Family.TIME:
         value = F.timestamp_micros(value.cast("long"))
@@ -286,19 +291,18 @@ def _spread(slot: Slot, count: Column, total: Column, squares: Column) -> Column
     least 6), ``2r`` for squares, each division rounded half up to ``2r`` (every operand's type is
     chosen so that Spark keeps that scale exactly); the square root goes through DOUBLE. Integers
     and floating point are computed in DOUBLE, and the result cast to the argument's type."""
-    sample = slot.function in ("STDDEV_SAMP", "VARIANCE")
-    divisor = count - 1 if sample else count
+    divisor = count - 1 if slot.result.sample else count
     divisor = F.when(divisor != 0, divisor)
     if slot.family is Family.FLOATING:
         variance = (squares - total * total / count) / divisor
-        if slot.function.startswith("STDDEV"):
+        if slot.result.root:
             variance = F.pow(variance, 0.5)
         return _floating_result(variance, slot.input_type)
     scale = max(_scale(slot), 6)
     wide = T.DecimalType(37, 2 * scale)
     mean_square = total.cast(T.DecimalType(19, scale)) * total.cast(T.DecimalType(18, scale)) / count
     variance = (squares.cast(wide) - mean_square.cast(wide)) / divisor
-    if slot.function.startswith("STDDEV"):
+    if slot.result.root:
         variance = F.pow(variance.cast("double"), 0.5)
     return variance.cast(T.DecimalType(38, scale))
 
@@ -329,6 +333,6 @@ def _cast(value: Column, slot: Slot) -> Column:
     (AVG keeps at least 6); other types are the input's (AVG of an INT is an INT, as in Flink)."""
     data_type = slot.input_type
     if isinstance(data_type, T.DecimalType):
-        scale = max(data_type.scale, 6) if slot.function == "AVG" else data_type.scale
+        scale = max(data_type.scale, 6) if slot.result is Result.MEAN else data_type.scale
         return value.cast(T.DecimalType(38, scale))
     return value.cast(data_type)

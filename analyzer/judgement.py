@@ -16,7 +16,7 @@ the layout is planned once per judgement:
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from stategate.analyzer.build import build
@@ -24,7 +24,7 @@ from stategate.analyzer.compare import compare_models
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
 from stategate.analyzer.model import JobModel
-from stategate.analyzer.report import Finding, Report, Verdict
+from stategate.analyzer.report import Carried, Finding, Report, Verdict
 
 #: Rule ids of the judgement's own findings.
 NO_RECORD, RECORD_UNREADABLE = "stategate.no-record", "stategate.record-unreadable"
@@ -41,6 +41,7 @@ class Deployed:
     :param watermarks: each pipeline's watermark in the checkpoint (which retired slots are free)
     :param holds_state: whether Spark's state is there at all
     :param unknown: why ``model`` is unknown, as the finding the report carries
+    :param carried: what each pipeline's state holds, as the deployed job last said
     """
 
     model: JobModel | None
@@ -48,20 +49,22 @@ class Deployed:
     watermarks: Mapping[str, int | None] = field(default_factory=dict)
     holds_state: bool = True
     unknown: Finding | None = None
+    carried: tuple[Carried, ...] = ()
 
     @classmethod
     def recorded(cls, sql: str | None, source: str, signature: Mapping[str, Any] | None,
                  watermarks: Mapping[str, int | None], holds_state: bool = True,
-                 missing: str = "the SQL that built it is unknown") -> Deployed:
+                 missing: str = "the SQL that built it is unknown", carried: tuple[Carried, ...] = ()) -> Deployed:
         """From the recorded SQL text (None: no record; ``missing`` says where it was looked for).
         A record that no longer parses is judged as state of unknown origin, with the parser's error."""
         if sql is None:
-            return cls(None, signature, watermarks, holds_state, Finding(NO_RECORD, Verdict.UNKNOWN, missing))
+            return cls(None, signature, watermarks, holds_state, Finding(NO_RECORD, Verdict.UNKNOWN, missing), carried)
         try:
-            return cls(build(sql, source=source), signature, watermarks, holds_state)
+            return cls(build(sql, source=source), signature, watermarks, holds_state, carried=carried)
         except SQLModelError as error:
             return cls(None, signature, watermarks, holds_state,
-                       Finding(RECORD_UNREADABLE, Verdict.UNKNOWN, f"the deployed SQL no longer parses: {error}"))
+                       Finding(RECORD_UNREADABLE, Verdict.UNKNOWN, f"the deployed SQL no longer parses: {error}"),
+                       carried)
 
 
 @dataclass(frozen=True)
@@ -94,7 +97,10 @@ def judge(new: JobModel, deployed: Deployed | None) -> Judgement:
         return Judgement(Report((deployed.unknown,)), None)
     report = compare_models(deployed.model, new)
     layout, findings = _layout(new, JobLayout.from_signature(deployed.signature or {}), deployed.watermarks)
-    return Judgement(report.with_findings(findings), layout)
+    report = report.with_findings(findings)
+    if layout is not None and report.verdict is not Verdict.INCOMPATIBLE:  # a restart carries the state
+        report = replace(report, carried=deployed.carried)
+    return Judgement(report, layout)
 
 
 def _layout(new: JobModel, deployed: JobLayout,

@@ -82,13 +82,37 @@ class AggregatePlan:
 
 
 @dataclass(frozen=True)
+class Carried:
+    """The state of one pipeline that a restart carries over, as the deployed job last said.
+
+    :param pipeline: the pipeline
+    :param rows: its rows in Spark's state store: one per key and open window (per key and slice of
+        a HOP or CUMULATE window)
+    :param batch: the micro-batch that left them
+    """
+
+    pipeline: str
+    rows: int
+    batch: int
+
+    def describe(self) -> str:
+        return (f"{self.pipeline}: {self.rows:,} state row(s) (one per key and open window, or slice of one) "
+                f"at micro-batch {self.batch}")
+
+    def to_dict(self) -> dict[str, str | int]:
+        return {"pipeline": self.pipeline, "state_rows": self.rows, "batch": self.batch}
+
+
+@dataclass(frozen=True)
 class Report:
-    """The verdict's findings, what happens to each aggregate, and what a clear-state redeploy of
-    the new version would read again (:mod:`analyzer.replay`)."""
+    """The verdict's findings, what happens to each aggregate, what a restart carries over from the
+    deployed state, and what a clear-state redeploy of the new version would read again
+    (:mod:`analyzer.replay`)."""
 
     findings: tuple[Finding, ...]
     aggregates: AggregatePlan = field(default_factory=AggregatePlan)
     replay: tuple[Replay, ...] = ()
+    carried: tuple[Carried, ...] = ()
 
     @property
     def verdict(self) -> Verdict:
@@ -107,6 +131,7 @@ class Report:
             "findings": [f.to_dict() for f in self.findings],
             "aggregates": self.aggregates.to_dict(),
             "plan": self._plan_lines(),
+            "carried": [c.to_dict() for c in self.carried],
             "replay": [r.to_dict() for r in self.replay],
         }
 
@@ -125,6 +150,8 @@ class Report:
         for row in rows:
             lines.append("  ".join(f"{cell:<{width}}" for cell, width in zip(row, widths)) + "  " + row[-1])
         lines += ["", *self._plan_lines()]
+        if self.carried:
+            lines += ["", *self._carried_lines()]
         if self.replay:
             lines += ["", "If the state is cleared, each pipeline replays:",
                       *(f"  {r.describe()}" for r in self.replay)]
@@ -145,9 +172,20 @@ class Report:
         plan = self._plan_lines()
         if plan:
             lines += ["", "**Aggregates**", ""] + [f"- {line}" for line in plan]
+        if self.carried:
+            heading, *carried = self._carried_lines()
+            lines += ["", f"**{heading.rstrip(':')}**", ""] + [f"- {_md(line.strip())}" for line in carried]
         if self.replay:
             lines += ["", "**If the state is cleared**", ""] + [f"- {_md(r.describe())}" for r in self.replay]
         return "\n".join(lines) + "\n"
+
+    def _carried_lines(self) -> list[str]:
+        """What a restart carries over; an added aggregate starts from zero in every one of them."""
+        lines = ["A restart carries, as the deployed job last said:", *(f"  {c.describe()}" for c in self.carried)]
+        if self.aggregates.added:
+            lines.append(f"  {', '.join(self.aggregates.added)} start(s) from zero in each of those "
+                         f"{sum(c.rows for c in self.carried):,} row(s)")
+        return lines
 
     def _ordered(self) -> list[Finding]:
         return sorted(self.findings, key=lambda f: -f.effect.severity)

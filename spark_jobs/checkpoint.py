@@ -37,6 +37,7 @@ from datetime import datetime, timezone
 from enum import Enum
 from typing import Any, Mapping, Protocol
 
+from stategate.analyzer.report import Carried
 from stategate.analyzer.settings import SHUFFLE_PARTITIONS, STATE_STORE
 
 #: Beside Spark's files in every checkpoint: stategate's own record.
@@ -177,6 +178,8 @@ class Application:
     :param committed_at_start: each pipeline's last committed micro-batch when it started
     :param detail: why it failed, or how it stopped
     :param log: where the driver's output goes, where stategate started it (a detached launch)
+    :param state_rows: each pipeline's rows in Spark's state store, and the micro-batch that left
+        them, as its last progress said (renewed with every heartbeat): what a restart carries
     """
 
     id: str
@@ -192,6 +195,7 @@ class Application:
     committed_at_start: dict[str, int | None] = field(default_factory=dict)
     detail: str = ""
     log: str = ""
+    state_rows: dict[str, tuple[int, int]] = field(default_factory=dict)
 
     def to_json(self) -> str:
         return json.dumps({**asdict(self), "state": self.state.value}, indent=2)
@@ -200,7 +204,8 @@ class Application:
     def from_json(cls, text: str) -> Application:
         data = json.loads(text)
         return cls(**{**{k: data[k] for k in cls.__dataclass_fields__ if k in data},
-                      "state": AppState(data["state"])})
+                      "state": AppState(data["state"]),
+                      "state_rows": {p: (int(rows), int(batch)) for p, (rows, batch) in data.get("state_rows", {}).items()}})
 
     def alive(self, now: datetime | None = None) -> bool:
         """Whether its driver still runs: it says it runs (or stops), and said so lately."""
@@ -361,6 +366,12 @@ class Checkpoint:
             if attempt < _REREADS - 1:
                 time.sleep(_REREAD_S)
         return None
+
+    def carried(self) -> tuple[Carried, ...]:
+        """What each pipeline's state holds, as the application that last ran here said: what a
+        restart carries over."""
+        app = self.application()
+        return tuple(Carried(p, rows, batch) for p, (rows, batch) in sorted(app.state_rows.items())) if app else ()
 
     def stop_requested(self) -> dict[str, Any] | None:
         """A request that the application stop: who asked, when; None if nobody did."""

@@ -56,7 +56,7 @@ class CheckpointGuard:
             checkpoint.recorded_sql(), recorded, checkpoint.signature(),
             checkpoint.watermarks([p.name for p in self.model.pipelines]),
             missing=f"the checkpoint {checkpoint.uri} has no stategate record ({recorded}): the SQL that built "
-                    "its state is unknown, so a restart cannot be checked")
+                    "its state is unknown, so a restart cannot be checked", carried=checkpoint.carried())
         judgement = judge(self.model, deployed)
         report = judgement.report
         assert report is not None, "a checkpoint holding state is judged against its record"

@@ -73,6 +73,7 @@ class Supervisor:
     heartbeat_s: float = HEARTBEAT_S
     _stopping: threading.Event = field(default_factory=threading.Event, repr=False)
     _refused: threading.Event = field(default_factory=threading.Event, repr=False)
+    _queries: dict[str, StreamingQuery] = field(default_factory=dict, repr=False)  # by pipeline
 
     def batch_starting(self) -> None:
         """Called by each micro-batch's writer before it writes anything: after a stop request, it
@@ -86,6 +87,7 @@ class Supervisor:
         stop request has stopped them; the application as it ended. Raises :class:`JobFailed`
         when a query ends with an error."""
         self.checkpoint.withdraw_stop()  # a request left for the run before this one
+        self._queries = dict(zip(pipelines, queries))
         now = utc_now().isoformat()
         app = Application(
             id=spark.sparkContext.applicationId, master=spark.sparkContext.master or "", host=socket.gethostname(),
@@ -136,9 +138,21 @@ class Supervisor:
             time.sleep(0.1)
 
     def _announce(self, app: Application, state: AppState, detail: str = "") -> Application:
-        app = replace(app, state=state, heartbeat_at=utc_now().isoformat(), detail=detail or app.detail)
+        app = replace(app, state=state, heartbeat_at=utc_now().isoformat(), detail=detail or app.detail,
+                      state_rows={**app.state_rows, **_state_rows(self._queries)})
         self.checkpoint.announce(app)
         return app
+
+
+def _state_rows(queries: dict[str, StreamingQuery]) -> dict[str, tuple[int, int]]:
+    """Each pipeline's rows in Spark's state store and the micro-batch that left them, from its
+    query's last progress (Spark's own count, no work of its own)."""
+    found = {}
+    for pipeline, query in queries.items():
+        progress = query.lastProgress
+        if progress is not None and progress.stateOperators:
+            found[pipeline] = (sum(o.numRowsTotal for o in progress.stateOperators), progress.batchId)
+    return found
 
 
 def sql_digest(sql: str) -> str:

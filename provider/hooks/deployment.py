@@ -144,7 +144,8 @@ class DeploymentHook(BaseHook):
             raise StateGateError(f"{error}; nothing was changed") from None
         return Deployed.recorded(sql, source, signature, checkpoint.watermarks([p.name for p in model.pipelines]),
                                  holds_state, missing=f"{self.job.checkpoint} holds state but there is no deployment "
-                                                      "record: the SQL that built it is unknown")
+                                                      "record: the SQL that built it is unknown",
+                                 carried=checkpoint.carried())
 
     def judge(self, model: JobModel) -> Judgement:
         """The new SQL's model against what is deployed; where the state may be cleared, what its

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from stategate.analyzer import Report, SQLModelError, Verdict, build, compare_models
+from stategate.analyzer.report import Carried
 from stategate.analyzer.judgement import Deployed, judge
 from stategate.analyzer.aggregates import COUNTED, EXACT_SQUARES, EXACT_SUM, Pool
 from stategate.analyzer.layout import (
@@ -189,3 +190,18 @@ def test_a_spread_added_later_never_takes_a_generic_slot() -> None:
     assert "stategate.layout.no-room" in {f.rule for f in report.findings}
     assert "none of them fits STDDEV_POP(Bid.price)" in report.to_text()
     assert judged(old, job("SUM(price), MAX(price)"), signature).verdict is Verdict.PARTIAL
+
+
+def test_the_report_counts_what_a_restart_carries_and_where_an_added_aggregate_starts_from_zero() -> None:
+    old = job("SUM(price)")
+    carried = (Carried("select#1", 12_402, 17),)
+    partial = judge(build(job("SUM(price), MAX(price)")), Deployed(build(old), deployed(old), carried=carried)).report
+    assert partial is not None and partial.verdict is Verdict.PARTIAL
+    text = partial.to_text()
+    assert "select#1: 12,402 state row(s) (one per key and open window, or slice of one) at micro-batch 17" in text
+    assert "MAX(Bid.price) start(s) from zero in each of those 12,402 row(s)" in text
+    assert partial.to_dict()["carried"] == [{"pipeline": "select#1", "state_rows": 12_402, "batch": 17}]
+    assert "12,402 row(s)" in partial.to_markdown()
+    resized = job("SUM(price)").replace("'10' MINUTES", "'15' MINUTES")
+    cleared = judge(build(resized), Deployed(build(old), deployed(old), carried=carried)).report
+    assert cleared is not None and cleared.verdict is Verdict.INCOMPATIBLE and not cleared.carried

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 from pathlib import Path
 
 import pandas as pd
@@ -100,6 +101,13 @@ def test_partial_change_restarts_from_the_checkpoint(story) -> None:
     # top started from zero at the restart and saw F only.
     assert ("2020-04-15 08:10:00", "s1", "2", "12.00", "7.00") in emitted
     assert ("2020-04-15 08:10:00", "s2", "1", "2.00", "2.00") in emitted
+    # What the restart carried, in the gate's report: at v1's watermark (08:11:59) only s1's 08:10
+    # window was open, one state row, and MAX started from zero in it.
+    said = gate_said(run)
+    assert "A restart carries, as the deployed job last said" in said
+    assert re.search(r"Totals: 1 state row\(s\) \(one per key and open window, or slice of one\) at micro-batch \d+",
+                     said), said
+    assert "MAX(Bid.price) start(s) from zero in each of those 1 row(s)" in said
 
 
 def test_incompatible_change_archives_the_checkpoint_and_starts_fresh(story) -> None:

@@ -158,6 +158,9 @@ def main() -> int:
             print(f"  {finding['effect']:<12} {finding['rule']:<34} {finding['message']}")
         if report and report["aggregates"]["added"]:
             print(f"  aggregates kept: {report['aggregates']['kept']}  added: {report['aggregates']['added']}")
+        for carried in (report or {}).get("carried", []):
+            print(f"  the restart carries {carried['state_rows']} state rows of {carried['pipeline']} "
+                  f"(open windows per supplier, as v{part - 1} last said at micro-batch {carried['batch']})")
         archive = root / "bids" / "archive"
         if states.get("clear_state") == "success":
             print(f"  checkpoint archived to {next(archive.iterdir())}")

@@ -56,7 +56,8 @@ def carry_partitions(spark: SparkSession, storage: HadoopStorage, location: str,
     """Carry the state of the query at ``location`` to ``partitions`` state partitions: first a
     repartition a killed job left unfinished, then one to ``partitions`` where the state stands at
     another number. What was done, in order; nothing for a query without state, and nothing (logged)
-    where the state cannot be repartitioned now: HDFS-backed state, or a batch that never committed."""
+    where the state cannot be repartitioned now: HDFS-backed state, a batch that never committed, a
+    path Spark's offline tools cannot open."""
     query = QueryLog(storage, location)
     committed = query.committed()
     if not query.holds_state() or not committed:

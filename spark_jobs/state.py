@@ -179,13 +179,13 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
         argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
         return F.expr(f"{field.function}({argument}) FILTER (WHERE `{ts}` = {never})").alias(field.name)
     value = f"unix_micros(CAST(`{slot.value}` AS TIMESTAMP))" if slot.family is Family.TIME else f"`{slot.value}`"
-    if field.function == "count":
+    function = field.function
+    if function == "count":
         argument = "1"
-    elif field.function == SUM_SQUARES:
-        argument = f"CAST({_squared(value, slot)} AS {field.sql_type})"
+    elif function == SUM_SQUARES:  # Spark's sum of the squared values
+        function, argument = "sum", f"CAST({_squared(value, slot)} AS {field.sql_type})"
     else:
         argument = f"CAST({value} AS {field.sql_type})"
-    function = MERGE[SUM_SQUARES] if field.function == SUM_SQUARES else field.function
     return F.expr(f"{function}({argument}) FILTER (WHERE {_counted(slot)} AND `{ts}` <> {never})").alias(field.name)
 
 

@@ -190,12 +190,22 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
 
 
 def _squared(value: str, slot: Slot) -> str:
-    """The square of a value, exact: a decimal as a DECIMAL(19, s) times a DECIMAL(18, s), which
-    Spark multiplies into a DECIMAL(38, 2s) without rounding (values below 10^(18 - s))."""
+    """The square of a value, as SQL: in DOUBLE, or exact (:func:`_square_operands`)."""
     if slot.family is Family.FLOATING:
         return f"CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE)"
-    scale = _scale(slot)
-    return f"CAST({value} AS DECIMAL(19, {scale})) * CAST({value} AS DECIMAL(18, {scale}))"
+    left, right = _square_operands(_scale(slot))
+    return f"CAST({value} AS {left.simpleString()}) * CAST({value} AS {right.simpleString()})"
+
+
+def _square_operands(scale: int) -> tuple[T.DecimalType, T.DecimalType]:
+    """The types an exact value of ``scale`` is squared in: Spark multiplies a DECIMAL(19, s) by a
+    DECIMAL(18, s) into a DECIMAL(38, 2s) without rounding (values below 10^(18 - s))."""
+    return T.DecimalType(19, scale), T.DecimalType(18, scale)
+
+
+def _exact_square(value: Column, scale: int) -> Column:
+    left, right = _square_operands(scale)
+    return value.cast(left) * value.cast(right)
 
 
 #: No record has this event time: the instant after which :func:`_field` tags its guards.
@@ -276,8 +286,7 @@ def _spread_state(slot: Slot) -> tuple[Column, Column, Column]:
     def summed(terms: Column, data_type: T.DataType) -> Column:
         return F.aggregate(terms, F.lit(0).cast(data_type), lambda acc, x: (acc + x).cast(data_type))
 
-    squared = (lambda x: x * x) if slot.family is Family.FLOATING else \
-        (lambda x: x.cast(T.DecimalType(19, _scale(slot))) * x.cast(T.DecimalType(18, _scale(slot))))
+    squared = (lambda x: x * x) if slot.family is Family.FLOATING else (lambda x: _exact_square(x, _scale(slot)))
     size = F.size(values).cast("long")
     present = size > 0  # no value: every result is NULL, as the fields of an empty slot are
     return (size, F.when(present, summed(values, value_type)),
@@ -300,7 +309,7 @@ def _spread(slot: Slot, count: Column, total: Column, squares: Column) -> Column
         return _floating_result(variance, slot.input_type)
     scale = max(_scale(slot), 6)
     wide = T.DecimalType(37, 2 * scale)
-    mean_square = total.cast(T.DecimalType(19, scale)) * total.cast(T.DecimalType(18, scale)) / count
+    mean_square = _exact_square(total, scale) / count
     variance = (squares.cast(wide) - mean_square.cast(wide)) / divisor
     if slot.result.root:
         variance = F.pow(variance.cast("double"), 0.5)

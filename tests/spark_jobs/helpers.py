@@ -40,3 +40,11 @@ def collect_run(spark, sql: str, checkpoint: Path, pipeline: str = "select#1",
     rows: list = []
     result = run(spark, sql, checkpoint, writers={pipeline: lambda df, _: rows.extend(df.collect())}, **options)
     return sorted(tuple("NULL" if v is None else str(v) for v in row) for row in rows), result
+
+
+def collect_pipelines(spark, sql: str, checkpoint: Path, pipelines: list[str], **options) -> tuple[dict[str, list], RunResult]:
+    """Run ``sql`` to completion (available-now) with every pipeline of ``pipelines`` collected:
+    its emitted rows (Spark's Rows) by pipeline, and the run itself."""
+    rows: dict[str, list] = {name: [] for name in pipelines}
+    writers = {name: (lambda found: lambda df, _: found.extend(df.collect()))(rows[name]) for name in pipelines}
+    return rows, run(spark, sql, checkpoint, writers=writers, **options)

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from stategate.spark_jobs.job import run
+from tests.spark_jobs.helpers import collect_pipelines
 
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "flink"
 
@@ -56,12 +56,11 @@ def test_every_window_kind_equals_flink(spark, tmp_path, fixture: Path) -> None:
     ddl = (f"CREATE TABLE Bid ({recorded['columns']},\n  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND\n)"
            f" WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv');\n")
     kinds = list(recorded["queries"])
-    rows: dict[str, list] = {}
-    writers = {f"select#{i}": (lambda found: lambda df, _: found.extend(df.collect()))(rows.setdefault(kind, []))
-               for i, kind in enumerate(kinds, 1)}
-    run(spark, ddl + "".join(recorded["queries"][k] + ";\n" for k in kinds), tmp_path / "checkpoint", writers=writers)
-    for kind in kinds:
-        ours = {tuple(map(text, row[:3])): [text(v) for v in row[3:]] for row in rows[kind]}
+    pipelines = [f"select#{i}" for i in range(1, len(kinds) + 1)]
+    rows, _ = collect_pipelines(spark, ddl + "".join(recorded["queries"][k] + ";\n" for k in kinds),
+                                tmp_path / "checkpoint", pipelines)
+    for kind, pipeline in zip(kinds, pipelines):
+        ours = {tuple(map(text, row[:3])): [text(v) for v in row[3:]] for row in rows[pipeline]}
         flink = {tuple(row[:3]): row[3:] for row in recorded["rows"][kind]}
         assert sorted(ours) == sorted(flink), f"{kind}: the same windows"
         for window, values in flink.items():

@@ -9,9 +9,9 @@ from pathlib import Path
 from stategate.analyzer import Verdict
 from stategate.analyzer.settings import SHUFFLE_PARTITIONS
 from stategate.spark_jobs.checkpoint import QueryLog
-from stategate.spark_jobs.job import RunResult, run
+from stategate.spark_jobs.job import RunResult
 from stategate.spark_jobs.storage import LocalFiles
-from tests.spark_jobs.helpers import bid_ddl
+from tests.spark_jobs.helpers import bid_ddl, collect_pipelines
 from tests.spark_jobs.test_restart import PART_A, PART_B, write
 
 PART_C = [
@@ -43,9 +43,11 @@ def job(source: Path, parallelism: int) -> str:
 
 
 def run_job(spark, sql: str, checkpoint: Path, rows: dict[str, list]) -> RunResult:
-    writers = {name: (lambda found: lambda df, _: found.extend(df.collect()))(rows.setdefault(name, []))
-               for name in PIPELINES}
-    return run(spark, sql, checkpoint, writers=writers)
+    """Run the job, adding each pipeline's emitted rows to ``rows``."""
+    collected, result = collect_pipelines(spark, sql, checkpoint, list(PIPELINES))
+    for name, found in collected.items():
+        rows.setdefault(name, []).extend(found)
+    return result
 
 
 def partitions(query: Path) -> int | None:

@@ -7,6 +7,13 @@ how two partial states of a field become one (the slices of a HOP or CUMULATE wi
 that merge), and :class:`Result` how the aggregate's result comes from its state. A DISTINCT
 aggregate keeps the set of its values, whatever its function.
 
+FIRST_VALUE, LAST_VALUE and LISTAGG follow the order rows arrive in. A Spark stream gives its rows no
+order, so each row carries where it arrived from (:data:`ARRIVAL`: the source file's modification
+time, its path and the row's line, or a Kafka record's timestamp, partition and offset), and these
+aggregates keep each value with it: the first and the last by that order, or all of them, ordered
+when the result is read. The order is the rows' own, so it does not depend on how the rows were cut
+into micro-batches.
+
 Everything that needs to know an aggregate reads it here: the state layout (which fields a slot
 shape has, :mod:`analyzer.layout`), what the engine can run (:mod:`analyzer.runnable`) and the
 engine's buffer, slice assembly and results (:mod:`spark_jobs.state`). The table is plain data, so
@@ -24,8 +31,9 @@ from stategate.analyzer.value_types import Family
 
 class Pool(str, Enum):
     """The kinds of slot a buffer has, by what their fields hold: counts, sums and MIN/MAX of
-    numbers and times (plain), MIN/MAX of text (text: a string field stops Spark's hash aggregation,
-    so only jobs that need one pay for it) and sets of values (distinct)."""
+    numbers and times (plain), fields of variable width: MIN/MAX of text, values kept with their
+    arrival (text: such a field stops Spark's hash aggregation, so only jobs that need one pay for
+    it) and sets of values (distinct)."""
 
     PLAIN = "plain"
     TEXT = "text"
@@ -62,16 +70,30 @@ TEXT_EXTREME = Field("s", "string", "max", Pool.TEXT)
 VALUES = Field("dv", "string", "collect_set", Pool.DISTINCT)
 FLOATING_SQUARES = Field("q", "double", "sum", Pool.PLAIN, generic=False)
 EXACT_SQUARES = Field("qx", "decimal", "sum", Pool.PLAIN, squared=True, generic=False)
-#: Every kind of field, in the order a slot's fields stand in the buffer.
-FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES)
 
-#: How a field is filled from input rows: an aggregate function of the row's value, or of its
-#: square (``sum_squares``).
+#: Where a row arrived from, ordered as rows arrive: the source file's modification time, its path
+#: and the row's line in it; a Kafka record's timestamp, topic and partition, and offset.
+ARRIVAL = "struct<t:timestamp,f:string,n:bigint>"
+#: A value kept with its arrival (as text: one field type whatever the argument's type, cast back
+#: when the result is read), ordered by the arrival first.
+ARRIVED = f"struct<o:{ARRIVAL},v:string>"
+FIRST_ARRIVED = Field("fa", ARRIVED, "min", Pool.TEXT, generic=False)
+LAST_ARRIVED = Field("la", ARRIVED, "max", Pool.TEXT, generic=False)
+ALL_ARRIVED = Field("al", ARRIVED, "collect_list", Pool.TEXT, generic=False)  # the list of them
+#: Every kind of field, in the order a slot's fields stand in the buffer.
+FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES,
+          FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED)
+
+#: How a field is filled from input rows: an aggregate function of the row's value, of its square
+#: (``sum_squares``), or of the value with its arrival (the earliest, the latest, all of them).
 SUM_SQUARES = "sum_squares"
+FIRST_BY_ARRIVAL, LAST_BY_ARRIVAL, ALL_BY_ARRIVAL = "first_by_arrival", "last_by_arrival", "all_by_arrival"
 #: How two partial states of a field become one, by the function that filled it (``union``: the
-#: distinct values of both sets).
+#: distinct values of both sets; ``concat``: both lists, the later slice's first for HOP windows
+#: and the earlier's for CUMULATE, as Flink merges slices).
 MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", SUM_SQUARES: "sum", "min": "min", "max": "max",
-                            "collect_set": "union"}
+                            "collect_set": "union", FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max",
+                            ALL_BY_ARRIVAL: "concat"}
 
 #: A state: each field with the aggregate function that fills it from input rows.
 State = tuple[tuple[Field, str], ...]
@@ -89,6 +111,9 @@ class Result(Enum):
     VAR_SAMP = "var_samp"  # the same over n − 1
     STDDEV_POP = "stddev_pop"  # the square root of VAR_POP
     STDDEV_SAMP = "stddev_samp"
+    FIRST = "first"  # the value that arrived first
+    LAST = "last"
+    LIST = "list"  # the values in arrival order, joined by the separator (a comma unless given)
 
     @property
     def spread(self) -> bool:
@@ -103,6 +128,11 @@ class Result(Enum):
     def root(self) -> bool:
         return self in (Result.STDDEV_POP, Result.STDDEV_SAMP)
 
+    @property
+    def ordered(self) -> bool:
+        """Follows the order rows arrive in."""
+        return self in (Result.FIRST, Result.LAST, Result.LIST)
+
 
 @dataclass(frozen=True)
 class AggregateFunction:
@@ -114,6 +144,7 @@ class AggregateFunction:
     :param flink: how Flink spells it, where the model's name differs
     :param integers_as: the family it computes integers in, where not as exact numbers (Flink
         computes a STDDEV or VARIANCE of integers in DOUBLE, then casts to the integer type)
+    :param literals: how many constant arguments may follow its value (LISTAGG's separator)
     """
 
     name: str
@@ -121,6 +152,7 @@ class AggregateFunction:
     result: Result
     flink: str = ""
     integers_as: Family | None = None
+    literals: int = 0
 
     def state_of(self, family: Family | None) -> State | None:
         """The state it keeps over values of ``family``; None where it takes no such argument."""
@@ -163,7 +195,19 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     _spread("STDDEV_SAMP", Result.STDDEV_SAMP),
     _spread("VARIANCE_POP", Result.VAR_POP, "VAR_POP"),
     _spread("VARIANCE", Result.VAR_SAMP, "VAR_SAMP"),
+    AggregateFunction("FIRST_VALUE", {None: ((FIRST_ARRIVED, FIRST_BY_ARRIVAL),)}, Result.FIRST),
+    AggregateFunction("LAST_VALUE", {None: ((LAST_ARRIVED, LAST_BY_ARRIVAL),)}, Result.LAST),
+    AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.LIST, literals=1),
 )}
+
+#: Flink's built-in aggregate functions (and VVR's APPROX_COUNT_DISTINCT). Those sqlglot has no node
+#: for are parsed as plain calls: by name, the analyzer knows them for aggregates, never user
+#: functions, even over group keys (``LISTAGG(supplier_id)``).
+FLINK_AGGREGATES = frozenset({
+    "AVG", "COUNT", "SUM", "MIN", "MAX", "STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "VARIANCE",
+    "FIRST_VALUE", "LAST_VALUE", "LISTAGG", "COLLECT", "ARRAY_AGG", "JSON_OBJECTAGG", "JSON_ARRAYAGG",
+    "APPROX_COUNT_DISTINCT",
+})
 
 
 def state_of(function: str, family: Family | None, distinct: bool) -> State:

@@ -270,6 +270,8 @@ class FlinkGenerator(generator.Generator):
         + (f" AS {self.sql(e, 'alias')}" if e.args.get("alias") else ""),
         FunctionLanguage: lambda self, e: f"LANGUAGE {self.sql(e, 'this')}",
         SystemFunction: lambda self, e: "SYSTEM",
+        # VVR's name, where sqlglot writes APPROX_DISTINCT.
+        exp.ApproxDistinct: lambda self, e: self.func("APPROX_COUNT_DISTINCT", e.this),
     }
 
     TYPE_MAPPING = {**generator.Generator.TYPE_MAPPING, exp.DataType.Type.STRUCT: "ROW"}

@@ -289,8 +289,8 @@ def pool_of(model: JobModel, aggregate: Aggregate) -> Pool:
 
 
 def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
-    """The slot shape an aggregate needs: ``COUNT``, or its function and the value family of its
-    argument (``SUM:m``, ``AVG:d``, ``MAX:t``, ``MIN:s``; :mod:`analyzer.value_types`). A distinct
+    """The slot shape an aggregate needs: its function where its fields are the same over any value
+    (``COUNT``, ``FIRST_VALUE``), else its function and the value family of its argument (``SUM:m``, ``AVG:d``, ``MAX:t``, ``MIN:s``; :mod:`analyzer.value_types`). A distinct
     slot is one set whatever it aggregates, and an argument whose type cannot be told needs every
     field: both are :data:`GENERIC`.
 
@@ -302,8 +302,9 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     it needs a certain scale (:mod:`analyzer.runnable` refuses an argument without one)."""
     if aggregate.distinct:
         return GENERIC
-    if aggregate.function == "COUNT":
-        return Shape("COUNT")
+    function = AGGREGATES.get(aggregate.function)
+    if function is not None and function.state_of(None) is not None:
+        return Shape(aggregate.function)  # COUNT, FIRST_VALUE: the same fields over any value
     found = argument_family(model, aggregate)
     if found is None:
         return GENERIC

@@ -27,6 +27,7 @@ from stategate.analyzer.dialect import (
     LateralTable,
     WindowTVF,
 )
+from stategate.analyzer.aggregates import FLINK_AGGREGATES
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.intervals import interval_ms
 from stategate.analyzer.joins import join_of
@@ -525,9 +526,9 @@ class _SelectResolver:
         """Aggregate calls of one select item; an unknown function over non-key columns is a UDAF."""
         found: list[Aggregate] = []
         for candidate in node.find_all(exp.AggFunc, exp.Anonymous):
-            if any(isinstance(a, exp.AggFunc) for a in _ancestors_within(candidate, node)):
+            if any(self._built_in_aggregate(a) for a in _ancestors_within(candidate, node)):
                 continue
-            if isinstance(candidate, exp.Anonymous):
+            if isinstance(candidate, exp.Anonymous) and not self._built_in_aggregate(candidate):
                 if candidate.find(exp.AggFunc) or _is_grouped(scope.resolve(candidate, aux), key_texts):
                     continue
                 language = self.resolver.function_language(candidate.name) or "undeclared"
@@ -535,6 +536,14 @@ class _SelectResolver:
             else:
                 found.append(self._aggregate_of(scope, candidate, aux))
         return found
+
+    def _built_in_aggregate(self, node: exp.Expr) -> bool:
+        """A call of one of Flink's aggregates: sqlglot's own aggregate nodes, and the plain calls of
+        :data:`~analyzer.aggregates.FLINK_AGGREGATES` no ``CREATE FUNCTION`` declares."""
+        if isinstance(node, exp.AggFunc):
+            return True
+        return isinstance(node, exp.Anonymous) and node.name.upper() in FLINK_AGGREGATES \
+            and self.resolver.function_language(node.name) is None
 
     def _aggregate_of(self, scope, agg: exp.Expr, aux, user_defined=False, language=None) -> Aggregate:
         call = _with_modifiers(agg)
@@ -547,6 +556,8 @@ class _SelectResolver:
         if isinstance(agg, exp.Anonymous):
             function = agg.name.upper()
             raw_args = list(agg.expressions)
+            if not user_defined and raw_args and isinstance(raw_args[0], exp.Distinct):  # LISTAGG(DISTINCT x)
+                distinct, raw_args = True, [*raw_args[0].expressions, *raw_args[1:]]
         else:
             function = agg.sql_name().upper() if hasattr(agg, "sql_name") else type(agg).__name__.upper()
             raw_args = []

@@ -145,6 +145,11 @@ def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) ->
         raise SQLModelError("SESSION PARTITION BY keys must be the GROUP BY keys, in the same order")
     for aggregate in stage.aggregates:
         _check_aggregate(model, aggregate, window)
+        if isinstance(stage.source, WindowAggregate) and AGGREGATES[aggregate.function].result.ordered:
+            line, col = position(aggregate.expr)
+            raise SQLModelError(f"{aggregate.written} follows the order rows arrive in, and the windows of the "
+                                "aggregation it reads arrive in no order on Spark; aggregate the source's rows",
+                                line=line, col=col)
     upstream = stage.source.window if isinstance(stage.source, WindowAggregate) else None
     if upstream is not None and isinstance(upstream.shape, SharedKind):
         raise SQLModelError(f"a window over the results of a {upstream.kind} window is not supported on Spark "
@@ -160,8 +165,16 @@ def _check_aggregate(model: JobModel, aggregate: Aggregate, window: Window) -> N
     if function is None:
         raise SQLModelError(f"aggregate {aggregate.written} is not supported "
                             f"(supported: {', '.join(a.spelled for a in AGGREGATES.values())})", line=line, col=col)
-    if len(aggregate.args) > 1:
-        raise SQLModelError(f"aggregate {aggregate.written} takes one argument", line=line, col=col)
+    if len(aggregate.args) > 1 + function.literals:
+        raise SQLModelError(f"aggregate {aggregate.written} takes {1 + function.literals} argument(s) here",
+                            line=line, col=col)
+    if any(not (isinstance(a.expr, exp.Literal) and a.expr.is_string) for a in aggregate.args[1:]):
+        raise SQLModelError(f"{aggregate.written}: its separator must be a string literal", line=line, col=col)
+    if aggregate.modifiers:
+        raise SQLModelError(f"{aggregate.written}: {aggregate.modifiers.strip()} is not supported", line=line, col=col)
+    if aggregate.distinct and function.result.ordered:
+        raise SQLModelError(f"{aggregate.written}: DISTINCT is not supported for {function.spelled}, which "
+                            "follows the order rows arrive in", line=line, col=col)
     if aggregate.distinct and isinstance(window.shape, Session):
         raise SQLModelError(f"{aggregate.written}: DISTINCT aggregates over SESSION windows are not supported",
                             line=line, col=col)

@@ -113,6 +113,10 @@ class SharedKind(SlicedKind):
     """
 
     size_ms: int
+    #: Whether Flink merges a window's slices from the latest one back (HOP: the slice the window
+    #: ends with holds its accumulator) or from the first on (CUMULATE: the first slice does). The
+    #: order a LISTAGG lists its values in shows it.
+    latest_first: ClassVar[bool]
 
     @property
     @abstractmethod
@@ -155,6 +159,7 @@ class Hop(SharedKind):
 
     name: ClassVar[str] = "HOP"
     arity: ClassVar[tuple[int, int]] = (2, 3)
+    latest_first: ClassVar[bool] = True
     slide_ms: int
     size_ms: int
     offset_ms: int | None = None
@@ -196,6 +201,7 @@ class Cumulate(SharedKind):
 
     name: ClassVar[str] = "CUMULATE"
     arity: ClassVar[tuple[int, int]] = (2, 3)
+    latest_first: ClassVar[bool] = False
     step: int
     size_ms: int
     offset_ms: int | None = None

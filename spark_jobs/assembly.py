@@ -125,7 +125,9 @@ class WindowAssembler:
         values = [state.ROWS, *(f for slot in self.slots for f in state.fields_of(slot))]
         window = F.struct(F.timestamp_micros(self.slicer.start_of(F.col("_end"))).alias("start"),
                           F.timestamp_micros(F.col("_end")).alias("end"))
-        return _AssemblyPlan(values, last_end, first <= last, ends, state.combine(self.slots), window.alias("w"))
+        order = (-start if self.slicer.kind.latest_first else start).alias(_SLICE)
+        return _AssemblyPlan(values, last_end, first <= last, ends, order,
+                             state.combine(self.slots, F.col(_SLICE)), window.alias("w"))
 
     def _windows(self, pool: DataFrame, low: int | None, high: int | None) -> DataFrame:
         if high is None:
@@ -139,7 +141,7 @@ class WindowAssembler:
         # group, and meets its windows there: the aggregation then needs no shuffle of its own,
         # which moved each slice once per window (ten times over for HOP 10 min / 1 min).
         meeting = bounds.where(plan.meets).repartition(*self.keys, "gs")
-        pairs = meeting.select(*self.keys, "gs", *plan.values, plan.ends)
+        pairs = meeting.select(*self.keys, "gs", *plan.values, plan.slice_order, plan.ends)
         return pairs.groupBy(*self.keys, "gs", "_end").agg(*plan.combined).select(*self.keys, "gs", plan.window,
                                                                                   *plan.values)
 
@@ -150,12 +152,15 @@ class _AssemblyPlan:
     last_end: Column  # of a slice: the last window end that holds it (microseconds)
     meets: Column  # of a slice: whether a window that holds it closes in the batch
     ends: Column  # of a slice that meets one: the ends of the windows that hold it and that the batch closes
+    slice_order: Column  # of a slice: where it stands among a window's slices as Flink merges them
     combined: list[Column]  # the aggregation of a window's slices
     window: Column  # an assembled window's bounds, from its end
 
 
 #: Per batch, the first and the last window end it closes (microseconds), as columns of the pool.
 _LOW, _HIGH = "_low", "_high"
+#: Of a slice meeting its windows: its place in their merge order (``_AssemblyPlan.slice_order``).
+_SLICE = "_slice"
 #: In the pool: whether a slice is the batch's own (or retained from an earlier one).
 _ADDED = "_added"
 #: Before every window end: the first batch closes every window up to its watermark.

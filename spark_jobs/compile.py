@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import state_of
+from stategate.analyzer.aggregates import AGGREGATES, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import JobLayout, StageLayout
 from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, OrderKey, Output,
@@ -131,15 +131,19 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     """A window aggregation (with the cascade feeding it) as a streaming plan; ``slices`` is the
     directory of its retained slices in the checkpoint, if its windows are assembled."""
     layout = layouts[0]
+    # Aggregates that follow arrival order read where each row arrived from (check_pipeline keeps
+    # them to stages reading a source).
+    ordered = any(AGGREGATES[a.function].result.ordered for a in aggregate.aggregates)
     if isinstance(aggregate.source, WindowAggregate):
         upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover)
         assert upstream.assembler is None, "check_pipeline refuses a window over assembled windows"
         rows, mapping = _cascade_input(upstream)
     else:
-        rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window, cutover)
+        rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window, cutover,
+                                      arrival=ordered)
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
     keys = [KEY.format(i) for i in range(len(plain_keys))]
-    columns: list[Column] = [F.col("ts")]
+    columns: list[Column] = [F.col("ts"), *([F.col(state.ARRIVAL)] if ordered else [])]
     columns += [to_column(k.value.expr, mapping).alias(name) for k, name in zip(plain_keys, keys)]
     inputs: list[tuple[Aggregate, str | None, str | None]] = []
     for index, agg in enumerate(aggregate.aggregates):
@@ -251,8 +255,8 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but {told}; "
                             f"write CAST(... AS {'STRING' if family is Family.TEXT else 'a numeric or time type'}) "
                             "around it")
-    if isinstance(data_type, T.DecimalType) and agg.function != "COUNT" and not agg.distinct \
-            and data_type.scale > shape.kept_scale:
+    if isinstance(data_type, T.DecimalType) and not agg.distinct and data_type.scale > shape.kept_scale \
+            and any(f.sql_type == "decimal" for f, _ in state_of(agg.function, family, False)):
         # Kept at the slot's scale, the values would be rounded.
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but its state "
                             f"keeps {shape.kept_scale} decimal places; write CAST(... AS DECIMAL(p, "
@@ -261,16 +265,16 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
 
 
 def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequence[Resolved],
-                  window: Window | None = None, cutover: Cutover | None = None) -> tuple[DataFrame, dict[str, str]]:
+                  window: Window | None = None, cutover: Cutover | None = None,
+                  arrival: bool = False) -> tuple[DataFrame, dict[str, str]]:
     """Table ``name`` as a stream with its watermark (on processing time for a processing-time
     ``window``) and ``filters`` applied; its event time is the column ``ts``. A ``cutover`` skips
-    the files the take-over need not open, and the rows before its cutoff."""
+    the files the take-over need not open, and the rows before its cutoff. With ``arrival``, each
+    row says where it arrived from (:func:`spark_jobs.connectors.read_stream`)."""
     table = declared(model, name)
     mapping = {sql_key(source_column(table.name, c.name)): c.name for c in table.columns if c.computed is None}
-    df = read_stream(spark, table, dict(cutover.source_options) if cutover is not None else None)
-    files = source_filter(cutover) if cutover is not None else None
-    if files is not None:
-        df = df.where(files)  # on the file source's own _metadata: Spark never opens those files
+    df = read_stream(spark, table, dict(cutover.source_options) if cutover is not None else None,
+                     files=source_filter(cutover) if cutover is not None else None, arrival=arrival)
     if window is not None and window.time_kind is TimeKind.PROCTIME:
         df = with_processing_time(spark, df)
         time = PROCTIME

@@ -25,13 +25,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
-from pyspark.sql import DataFrame, Observation, SparkSession
+from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
 from stategate.analyzer.model import Table
 from stategate.analyzer.runnable import FILE_FORMATS, FILESYSTEM, KAFKA, KAFKA_FORMATS, connector, file_format, \
     option, spark_type
 from stategate.spark_jobs import failpoints
+from stategate.spark_jobs.state import ARRIVAL
 from stategate.spark_jobs.storage import HadoopStorage
 
 #: How file sinks write timestamps: Flink's SQL form. Sources give no pattern: Spark's
@@ -61,18 +62,64 @@ def _spark_options(table: Table) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------------- sources
-def read_stream(spark: SparkSession, table: Table, starting: Mapping[str, str] | None = None) -> DataFrame:
+def read_stream(spark: SparkSession, table: Table, starting: Mapping[str, str] | None = None, *,
+                files: Column | None = None, arrival: bool = False) -> DataFrame:
     """Table ``table`` as a stream; ``starting`` says where a Kafka source starts instead of its
-    startup mode (a take-over's, :mod:`analyzer.cutover`)."""
+    startup mode (a take-over's, :mod:`analyzer.cutover`), ``files`` which files a file source
+    opens (on the source's own ``_metadata``: Spark never opens the others).
+
+    With ``arrival`` each row says where it arrived from, in the column :data:`state.ARRIVAL`, for
+    the aggregates that follow arrival order: its file's modification time, path and line, or its
+    Kafka record's timestamp, topic and partition, and offset. Spark's CSV and JSON readers give a
+    row no line number, so such a source is read a file to a row and cut into lines here: a file
+    must then fit in one row (2 GB), and only jobs with those aggregates read this way."""
     if connector(table) == FILESYSTEM:
         fmt = file_format(table, FILE_FORMATS)
+        if arrival and fmt != "parquet":
+            return _numbered_lines(spark, table, fmt, files)
         reader = spark.readStream.schema(schema_ddl(table)).format(fmt)
         if fmt == "csv":
-            reader = reader.option("sep", table.options.get("csv.field-delimiter", ",")).option("mode", "FAILFAST")
-        return reader.options(**_spark_options(table)).load(option(table, "path"))
+            reader = reader.options(**_csv_options(table))
+        df = reader.options(**_spark_options(table)).load(option(table, "path"))
+        if files is not None:
+            df = df.where(files)
+        if arrival:  # Parquet numbers its rows
+            df = df.withColumn(ARRIVAL, _arrived(F.col("_metadata.file_modification_time"),
+                                                 F.col("_metadata.file_path"), F.col("_metadata.row_index")))
+        return df
     # A Kafka table: the only other connector analyzer.runnable lets a pipeline read.
     raw = spark.readStream.format("kafka").options(**kafka_source_options(table, starting)).load()
-    return _decode(raw, table)
+    return _decode(raw, table, arrival)
+
+
+def _csv_options(table: Table) -> dict[str, str]:
+    return {"sep": table.options.get("csv.field-delimiter", ","), "mode": "FAILFAST"}
+
+
+def _arrived(modified: Column, path: Column, line: Column) -> Column:
+    """Where a row of a file arrived from: the file's modification time, its path, the row's line."""
+    return F.struct(modified.alias("t"), path.alias("f"), line.cast("long").alias("n"))
+
+
+def _numbered_lines(spark: SparkSession, table: Table, fmt: str, files: Column | None) -> DataFrame:
+    """A CSV or JSON-lines source read a file to a row, each line parsed with its number; blank
+    lines are skipped, as Spark's own readers skip them."""
+    options = _spark_options(table)
+    text = spark.readStream.format("text").option("wholetext", "true").options(**options) \
+        .load(option(table, "path"))
+    if files is not None:
+        text = text.where(files)
+    lines = text.select(F.col("_metadata.file_modification_time").alias("_modified"),
+                        F.col("_metadata.file_path").alias("_path"),
+                        F.posexplode(F.split(F.col("value"), r"\r?\n")).alias("_line", "_text"))
+    lines = lines.where(F.col("_text") != "")
+    if fmt == "csv":
+        parsed = F.from_csv(F.col("_text"), schema_ddl(table), {**_csv_options(table), **options})
+    else:
+        parsed = F.from_json(F.col("_text"), schema_ddl(table), options)
+    arrived = _arrived(F.col("_modified"), F.col("_path"), F.col("_line"))
+    return lines.select(parsed.alias("_row"), arrived.alias(ARRIVAL)) \
+        .select("_row.*", ARRIVAL)
 
 
 def kafka_source_options(table: Table, starting: Mapping[str, str] | None = None) -> dict[str, str]:
@@ -92,11 +139,16 @@ def kafka_source_options(table: Table, starting: Mapping[str, str] | None = None
     return options
 
 
-def _decode(raw: DataFrame, table: Table) -> DataFrame:
+def _decode(raw: DataFrame, table: Table, arrival: bool) -> DataFrame:
     fmt = file_format(table, KAFKA_FORMATS)
     text = F.col("value").cast("string")
     parsed = F.from_json(text, schema_ddl(table)) if fmt == "json" else F.from_csv(text, schema_ddl(table))
-    return raw.select(parsed.alias("_row")).select("_row.*")
+    if not arrival:
+        return raw.select(parsed.alias("_row")).select("_row.*")
+    # Offsets order a partition's records; records of different partitions, their timestamps.
+    place = F.concat(F.col("topic"), F.lit(":"), F.lpad(F.col("partition").cast("string"), 10, "0"))
+    arrived = F.struct(F.col("timestamp").alias("t"), place.alias("f"), F.col("offset").alias("n"))
+    return raw.select(parsed.alias("_row"), arrived.alias(ARRIVAL)).select("_row.*", ARRIVAL)
 
 
 # --------------------------------------------------------------------------------- sinks

@@ -37,7 +37,8 @@ from pyspark.sql import Column
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from stategate.analyzer.aggregates import AGGREGATES, MERGE, SUM_SQUARES, Pool, Result, state_of
+from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, AGGREGATES, FIRST_BY_ARRIVAL, LAST_BY_ARRIVAL, MERGE,
+                                           SUM_SQUARES, Pool, Result, state_of)
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
@@ -47,6 +48,11 @@ from stategate.analyzer.value_types import Family
 #: (key, window) groups exist and shapes sessions. It is not the user's COUNT(*), which has a slot
 #: of its own and so starts from zero when it is added, as the PARTIAL verdict promises.
 ROWS = "n"
+#: The input column saying where a row arrived from (``analyzer.aggregates.ARRIVAL``), for the
+#: aggregates that follow arrival order (:func:`spark_jobs.connectors.read_stream`).
+ARRIVAL = "_arrival"
+#: The Spark aggregate function that keeps a value with its arrival, by what the table fills.
+_BY_ARRIVAL = {FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max", ALL_BY_ARRIVAL: "collect_list"}
 
 #: The type sums are kept in, per summable value family (as the analyzer tells them), where a slot's
 #: shape says no scale (distinct slots, generic slots).
@@ -184,6 +190,9 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
         argument = "1"
     elif function == SUM_SQUARES:  # Spark's sum of the squared values
         function, argument = "sum", f"CAST({_squared(value, slot)} AS {field.sql_type})"
+    elif function in _BY_ARRIVAL:  # the value as text, after where it arrived from: ordered by that
+        function = _BY_ARRIVAL[function]
+        argument = f"CAST(named_struct('o', `{ARRIVAL}`, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
     else:
         argument = f"CAST({value} AS {field.sql_type})"
     return F.expr(f"{function}({argument}) FILTER (WHERE {_counted(slot)} AND `{ts}` <> {never})").alias(field.name)
@@ -221,12 +230,13 @@ def _counted(slot: Slot) -> str:
     return "(" + " AND ".join(parts or ["true"]) + ")"
 
 
-def combine(slots: Sequence[Slot]) -> list[Column]:
+def combine(slots: Sequence[Slot], slice_order: Column) -> list[Column]:
     """Stage 2: a window's values, from the buffers of its slices: only the fields the query's
-    aggregates read (a window is emitted once, so its row needs no fixed schema)."""
+    aggregates read (a window is emitted once, so its row needs no fixed schema). ``slice_order``
+    orders a window's slices as Flink merges them, for the lists kept in arrival order."""
     columns = [F.sum(ROWS).alias(ROWS)]
     for slot in slots:
-        columns += [_merged(name, function) for name, function in slot_fields(slot)]
+        columns += [_merged(name, function, slice_order) for name, function in slot_fields(slot)]
     return columns
 
 
@@ -235,11 +245,15 @@ def fields_of(slot: Slot) -> list[str]:
     return [name for name, _ in slot_fields(slot)]
 
 
-def _merged(name: str, function: str) -> Column:
-    """A field of several buffers merged into one, as the table merges the function that filled it."""
+def _merged(name: str, function: str, slice_order: Column) -> Column:
+    """A field of several buffers merged into one, as the table merges the function that filled it.
+    Lists are concatenated in ``slice_order``: each value's order becomes (its slice's, its own)."""
     merge = MERGE[function]
     if merge == "union":
         return F.array_distinct(F.flatten(F.collect_list(name))).alias(name)
+    if merge == "concat":
+        placed = F.transform(F.col(name), lambda e: F.struct(F.struct(slice_order, e["o"]).alias("o"), e["v"].alias("v")))
+        return F.flatten(F.collect_list(placed)).alias(name)
     return getattr(F, merge)(name).alias(name)
 
 
@@ -248,6 +262,8 @@ def final_value(slot: Slot) -> Column:
     result = slot.result
     if result.spread:
         return _spread(slot, *_spread_state(slot))
+    if result.ordered:
+        return _arrived(slot)
     if slot.distinct:
         values = F.transform(F.col(f"dv{slot.index}"), lambda x: x.cast(_value_type(slot)))
         if result is Result.COUNT:
@@ -269,6 +285,18 @@ def final_value(slot: Slot) -> Column:
     if slot.family is Family.TIME:
         value = F.timestamp_micros(value.cast("long"))
     return _cast(value, slot)
+
+
+def _arrived(slot: Slot) -> Column:
+    """FIRST_VALUE and LAST_VALUE: the value kept with the earliest or latest arrival, in its own
+    type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given), NULL
+    where there is none, as Flink gives them."""
+    kept = F.col(fields_of(slot)[0])
+    if slot.result is not Result.LIST:
+        return kept["v"].cast(slot.input_type)
+    separator = slot.aggregate.args[1].expr.name if len(slot.aggregate.args) > 1 else ","
+    values = F.transform(F.array_sort(kept), lambda e: e["v"])
+    return F.when(F.size(values) > 0, F.array_join(values, separator))
 
 
 def _spread_state(slot: Slot) -> tuple[Column, Column, Column]:

@@ -363,3 +363,24 @@ def test_a_broken_statement_set_is_a_located_error(script: str, message: str, at
     with pytest.raises(SQLModelError, match=message) as error:
         build(script, source="job.sql")
     assert str(error.value).startswith(f"job.sql:{script[:script.index(at)].count(chr(10)) + 1}:")
+
+
+@pytest.mark.parametrize("call, identity", [("LISTAGG(a)", "LISTAGG(MyTable.a)"),
+                                            ("LISTAGG(a, ';')", "LISTAGG(MyTable.a, ';')"),
+                                            ("COLLECT(a)", "COLLECT(MyTable.a)"),
+                                            ("JSON_ARRAYAGG(a)", "JSON_ARRAYAGG(MyTable.a)")])
+def test_flinks_aggregates_written_as_plain_calls_are_aggregates_even_over_a_group_key(call: str,
+                                                                                      identity: str) -> None:
+    """sqlglot has no node for LISTAGG, COLLECT or JSON_ARRAYAGG. Over a group key such a call
+    still aggregates the window's rows, as Flink runs it: added, it starts from zero (PARTIAL), never
+    a UDAF nobody can judge (UNKNOWN), never a grouped expression the analyzer would not see at all."""
+    report = compare(BASE, tvf(f"a, sum(b) AS total, max(c) AS biggest, {call} AS listed"))
+    assert report.verdict is Verdict.PARTIAL, report.findings
+    assert report.aggregates.added == (identity,)
+
+
+def test_a_user_function_named_like_a_flink_aggregate_stays_user_defined() -> None:
+    declared = "CREATE FUNCTION LISTAGG AS 'com.example.MyListAgg' LANGUAGE JAVA;\n"
+    report = compare(declared + BASE, declared + tvf("a, sum(b) AS total, max(c) AS biggest, LISTAGG(c) AS listed"))
+    assert report.verdict is Verdict.UNKNOWN
+    assert any(f.rule.endswith(".udaf") for f in report.findings), report.findings

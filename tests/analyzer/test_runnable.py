@@ -25,8 +25,23 @@ SPARK_TYPES = "MAX(SOUNDEX(item)): its argument is string on Spark"
 REFUSED = [
     ("SELECT item, COUNT(*) FROM Bid GROUP BY item", "GROUP BY without a window"),
     ("SELECT item, price FROM Bid", "no window aggregation"),
-    (f"SELECT window_start, FIRST_VALUE(price) FROM {WINDOW} GROUP BY window_start, window_end",
-     "is not supported (supported: COUNT, SUM, MIN, MAX, AVG, STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP)"),
+    (f"SELECT window_start, APPROX_COUNT_DISTINCT(price) FROM {WINDOW} GROUP BY window_start, window_end",
+     "is not supported (supported: COUNT, SUM, MIN, MAX, AVG, STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP, FIRST_VALUE, "
+     "LAST_VALUE, LISTAGG)"),
+    (f"SELECT window_start, LISTAGG(DISTINCT item) FROM {WINDOW} GROUP BY window_start, window_end",
+     "DISTINCT is not supported for LISTAGG, which follows the order rows arrive in"),
+    (f"SELECT window_start, LISTAGG(item, item) FROM {WINDOW} GROUP BY window_start, window_end",
+     "its separator must be a string literal"),
+    (f"SELECT window_start, LISTAGG(item, ';', '!') FROM {WINDOW} GROUP BY window_start, window_end",
+     "takes 2 argument(s) here"),
+    (f"SELECT window_start, LISTAGG(price) FROM {WINDOW} GROUP BY window_start, window_end",
+     "LISTAGG over an exact number is not supported"),
+    (f"SELECT window_start, FIRST_VALUE(price) RESPECT NULLS FROM {WINDOW} GROUP BY window_start, window_end",
+     "RESPECT NULLS is not supported"),
+    ("CREATE VIEW tenth AS SELECT window_time AS t, SUM(price) AS total FROM "
+     f"{WINDOW} GROUP BY window_start, window_end, window_time;\nSELECT window_start, FIRST_VALUE(total) FROM "
+     "TABLE(TUMBLE(TABLE tenth, DESCRIPTOR(t), INTERVAL '1' HOUR)) GROUP BY window_start, window_end",
+     "follows the order rows arrive in, and the windows of the aggregation it reads arrive in no order"),
     (f"SELECT window_start, weighted_avg(price, price) FROM {WINDOW} GROUP BY window_start, window_end",
      "user-defined aggregate"),
     (f"SELECT window_start, STDDEV_POP(price / 3) FROM {WINDOW} GROUP BY window_start, window_end",
@@ -64,9 +79,9 @@ def test_every_refusal_of_the_job_is_decided_from_the_model(sql: str, message: s
 
 
 def test_an_aggregate_is_refused_at_its_line_and_column() -> None:
-    sql = DDL + f"SELECT window_start,\n       SUM(price),\n       FIRST_VALUE(price)\nFROM {WINDOW}\n" \
+    sql = DDL + f"SELECT window_start,\n       SUM(price),\n       APPROX_COUNT_DISTINCT(price)\nFROM {WINDOW}\n" \
                 "GROUP BY window_start, window_end"
-    with pytest.raises(SQLModelError, match=r"^job\.sql:6:8: aggregate FIRST_VALUE\(price\) is not supported"):
+    with pytest.raises(SQLModelError, match=r"^job\.sql:6:8: aggregate APPROX_COUNT_DISTINCT\(price\) is not supported"):
         check_pipeline(build(sql, source="job.sql"), build(sql).pipelines[0])
 
 

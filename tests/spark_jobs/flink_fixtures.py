@@ -1,0 +1,67 @@
+"""Flink's recorded answers (``tests/data/flink/``, written by ``benchmarks/flink_oracle.py``) and
+how stategate's rows are held against them."""
+
+from __future__ import annotations
+
+import json
+import math
+from decimal import Decimal
+from pathlib import Path
+from typing import Any
+
+FIXTURES = Path(__file__).resolve().parents[1] / "data" / "flink"
+
+
+def fixtures() -> list[Path]:
+    return sorted(FIXTURES.glob("*.json"))
+
+
+def recorded(name: str) -> dict[str, Any]:
+    return json.loads((FIXTURES / f"{name}.json").read_text())
+
+
+def ddl(fixture: dict[str, Any], source: Path, fmt: str = "csv", options: str = "") -> str:
+    """The fixture's Bid table over ``source``, as the oracle declared it to Flink."""
+    return (f"CREATE TABLE Bid ({fixture['columns']},\n  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND\n)"
+            f" WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = '{fmt}'{options});\n")
+
+
+def queries(fixture: dict[str, Any], kinds: tuple[str, ...] = ()) -> tuple[str, list[str], list[str]]:
+    """The fixture's queries (of ``kinds``, else all) as one script, their window kinds, and their
+    pipelines' names."""
+    kinds = [k for k in fixture["queries"] if not kinds or k in kinds]
+    return ("".join(fixture["queries"][k] + ";\n" for k in kinds), kinds,
+            [f"select#{i}" for i in range(1, len(kinds) + 1)])
+
+
+def same(ours: object, flink: object, compare: str) -> bool:
+    if isinstance(flink, float) and isinstance(ours, float):  # summed in another order
+        return (math.isnan(flink) and math.isnan(ours)) or math.isclose(ours, flink, rel_tol=1e-9)
+    if compare == "exact" or ours is None or flink is None or type(ours) is not type(flink):
+        return ours == flink
+    if isinstance(flink, int):
+        assert isinstance(ours, int)
+        return abs(ours - flink) <= 1
+    mine, theirs = Decimal(str(ours)), Decimal(str(flink))
+    exponent = int(theirs.as_tuple().exponent)
+    return int(mine.as_tuple().exponent) == exponent and abs(mine - theirs) <= Decimal(1).scaleb(exponent)
+
+
+def text(value: object) -> object:
+    """A Spark value as the fixture keeps Flink's: numbers as numbers, the rest as text."""
+    if value is None or isinstance(value, (int, float)):
+        return value
+    return str(value)
+
+
+def assert_equals_flink(fixture: dict[str, Any], rows: dict[str, list], kinds: list[str], pipelines: list[str]) -> None:
+    """Each kind's windows, and each of their values, are Flink's."""
+    for kind, pipeline in zip(kinds, pipelines):
+        ours = {tuple(map(text, row[:3])): [text(v) for v in row[3:]] for row in rows[pipeline]}
+        assert len(ours) == len(rows[pipeline]), f"{kind}: each window once"
+        flink = {tuple(row[:3]): row[3:] for row in fixture["rows"][kind]}
+        assert sorted(ours) == sorted(flink), f"{kind}: the same windows"
+        for window, values in flink.items():
+            differ = [(i, a, b) for i, (a, b) in enumerate(zip(ours[window], values))
+                      if not same(a, b, fixture["compare"])]
+            assert not differ, f"{kind} {window}: (column, stategate, Flink) {differ}"

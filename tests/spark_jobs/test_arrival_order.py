@@ -1,0 +1,67 @@
+"""Arrival order across micro-batches, a restart and every file format: FIRST_VALUE, LAST_VALUE and
+LISTAGG keep each value with where it arrived from (the file's modification time, its path, the
+row's line), so neither how the rows were cut into micro-batches nor a restart between them
+changes a value. The bids of ``tests/data/flink/ordered.json`` (43 of them arrive after a later
+bid of their supplier) come in four files, one a micro-batch, the job stopped after the second: the
+rows equal Flink's, which read them in one go. HOP and CUMULATE windows, whose slices also pass
+through the slice log (``test_flink_equality`` runs every kind in one go)."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+from pathlib import Path
+
+import pytest
+
+from tests.spark_jobs.flink_fixtures import assert_equals_flink, ddl, queries, recorded
+from tests.spark_jobs.helpers import collect_pipelines
+
+FILES = 4
+FIELDS = ("bidtime", "price", "qty", "score", "supplier_id")
+
+
+def as_json(line: str) -> str:
+    values = dict(zip(FIELDS, line.split(",")))
+    return json.dumps({k: (v if k in ("bidtime", "supplier_id") else json.loads(v)) for k, v in values.items() if v})
+
+
+def write(spark, source: Path, name: str, lines: list[str], fmt: str, modified: int) -> None:
+    """``lines`` (the fixture's CSV) as one file of ``fmt``, modified at ``modified``; a Parquet
+    file is written by Spark from the CSV in one task, so its rows keep their order."""
+    path = source / f"{name}.{fmt}"
+    staging = source.parent / f"staging-{name}"
+    staging.mkdir()
+    if fmt == "json":
+        (staging / "f").write_text("".join(as_json(line) + "\n" for line in lines))
+    else:
+        (staging / "f").write_text("\n".join(lines) + "\n")
+    if fmt == "parquet":
+        columns = recorded("ordered")["columns"].replace("TIMESTAMP(3)", "TIMESTAMP")  # as Spark spells it
+        spark.read.schema(columns).csv(str(staging / "f")).coalesce(1).write.parquet(str(staging / "p"))
+        next((staging / "p").glob("part-*.parquet")).rename(staging / "f")
+    shutil.move(staging / "f", path)
+    shutil.rmtree(staging)
+    os.utime(path, (modified, modified))
+
+
+@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
+def test_arrival_order_survives_micro_batches_a_restart_and_every_format(spark, tmp_path, fmt: str) -> None:
+    fixture = recorded("ordered")
+    *bids, closer = fixture["input"]
+    source = tmp_path / "bids"
+    source.mkdir()
+    size = -(-len(bids) // FILES)
+    files = [bids[i:i + size] for i in range(0, len(bids), size)] + [[closer]]
+    script, kinds, pipelines = queries(fixture, ("hop", "cumulate"))
+    sql = ddl(fixture, source, fmt, ", 'spark.maxFilesPerTrigger' = '1'") + script
+    rows: dict[str, list] = {p: [] for p in pipelines}
+    for run_files in (range(2), range(2, len(files))):
+        for index in run_files:
+            write(spark, source, f"{index}-bids", files[index], fmt, 1_600_000_000 + index)
+        found, result = collect_pipelines(spark, sql, tmp_path / "checkpoint", pipelines)
+        assert len(result.queries[0].recentProgress) > 1, "a file a micro-batch"
+        for pipeline in pipelines:
+            rows[pipeline] += found[pipeline]
+    assert_equals_flink(fixture, rows, kinds, pipelines)

@@ -71,9 +71,11 @@ VALUES = Field("dv", "string", "collect_set", Pool.DISTINCT)
 FLOATING_SQUARES = Field("q", "double", "sum", Pool.PLAIN, generic=False)
 EXACT_SQUARES = Field("qx", "decimal", "sum", Pool.PLAIN, squared=True, generic=False)
 
-#: Where a row arrived from, ordered as rows arrive: the source file's modification time, its path
-#: and the row's line in it; a Kafka record's timestamp, topic and partition, and offset.
-ARRIVAL = "struct<t:timestamp,f:string,n:bigint>"
+#: Where a row arrived from, ordered as rows arrive: the source file's modification time, a 64-bit
+#: hash of its path (files modified in the same millisecond come in an order their paths fix) and
+#: the row's line in it; a Kafka record's timestamp, partition and offset. Three longs: each value a
+#: LISTAGG keeps in state carries them, where a path would cost every value its length.
+ARRIVAL = "struct<t:timestamp,f:bigint,n:bigint>"
 #: A value kept with its arrival (as text: one field type whatever the argument's type, cast back
 #: when the result is read), ordered by the arrival first.
 ARRIVED = f"struct<o:{ARRIVAL},v:string>"
@@ -89,8 +91,9 @@ FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUE
 SUM_SQUARES = "sum_squares"
 FIRST_BY_ARRIVAL, LAST_BY_ARRIVAL, ALL_BY_ARRIVAL = "first_by_arrival", "last_by_arrival", "all_by_arrival"
 #: How two partial states of a field become one, by the function that filled it (``union``: the
-#: distinct values of both sets; ``concat``: both lists, the later slice's first for HOP windows
-#: and the earlier's for CUMULATE, as Flink merges slices).
+#: distinct values of both sets; ``concat``: the lists of a window's slices one after the other,
+#: each in arrival order, the later slice's first for HOP windows and the earlier's for CUMULATE,
+#: as Flink merges slices).
 MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", SUM_SQUARES: "sum", "min": "min", "max": "max",
                             "collect_set": "union", FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max",
                             ALL_BY_ARRIVAL: "concat"}

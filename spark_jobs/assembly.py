@@ -67,7 +67,7 @@ class WindowAssembler:
         low, high = self._watermark(storage, batch_id - 1), self._watermark(storage, batch_id)
         log = SliceLog(storage, self.location, self.slices)
         plan = self._plan
-        added = slices.select(*self.keys, "gs", "w", *plan.values)
+        added = slices.select(*self.keys, "gs", "w", *plan.pooled)
         # A field an entry lacks (an aggregate added at a restart takes a slot no retained slice
         # has values in) reads as null, as its slot's state does.
         entries = log.read_by(batch_id)
@@ -85,6 +85,11 @@ class WindowAssembler:
         finally:
             pool.unpersist()
         log.drop_before(entries)
+
+    def shaped(self, slices: DataFrame) -> DataFrame:
+        """Slices with the columns of the windows they are assembled into (the pool's): what a
+        batch's plan is analysed over before any batch runs."""
+        return slices.select(*self.keys, "gs", "w", *self._plan.pooled)
 
     def needed(self, storage: HadoopStorage, entries: list[tuple[int, bool]], low: int | None) -> list[tuple[int, bool]]:
         """The ``entries`` that can hold a slice of a window ending after ``low``: the others are not
@@ -123,10 +128,11 @@ class WindowAssembler:
         last = F.least(last_end, F.col(_HIGH))
         ends = F.explode(F.sequence(first, last, F.lit(self.slicer.step_us))).alias("_end")
         values = [state.ROWS, *(f for slot in self.slots for f in state.fields_of(slot))]
+        pooled = [F.col(state.ROWS), *(c for slot in self.slots for c in state.pooled(slot))]
         window = F.struct(F.timestamp_micros(self.slicer.start_of(F.col("_end"))).alias("start"),
                           F.timestamp_micros(F.col("_end")).alias("end"))
         order = (-start if self.slicer.kind.latest_first else start).alias(_SLICE)
-        return _AssemblyPlan(values, last_end, first <= last, ends, order,
+        return _AssemblyPlan(values, pooled, last_end, first <= last, ends, order,
                              state.combine(self.slots, F.col(_SLICE)), window.alias("w"))
 
     def _windows(self, pool: DataFrame, low: int | None, high: int | None) -> DataFrame:
@@ -149,6 +155,7 @@ class WindowAssembler:
 @dataclass(frozen=True)
 class _AssemblyPlan:
     values: list[str]  # what a retained slice keeps beside its keys and slice: the fields the query reads
+    pooled: list[Column]  # those fields of a slice of stage 1 as the pool keeps them (state.pooled)
     last_end: Column  # of a slice: the last window end that holds it (microseconds)
     meets: Column  # of a slice: whether a window that holds it closes in the batch
     ends: Column  # of a slice that meets one: the ends of the windows that hold it and that the batch closes

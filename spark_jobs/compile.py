@@ -115,8 +115,11 @@ def _finalize(stage: Stage, rows: Callable[[DataFrame], DataFrame]) -> Finalize:
 
     @contextmanager
     def finalize(batch: DataFrame, batch_id: int, analyse: bool = False) -> Iterator[DataFrame]:
-        if assembler is None or analyse:
+        if assembler is None:
             yield rows(batch)
+            return
+        if analyse:
+            yield rows(assembler.shaped(batch))
             return
         with assembler(batch, batch_id) as windows:
             yield rows(windows)
@@ -350,7 +353,8 @@ def _window_columns(stage: Stage) -> tuple[list[Column], dict[str, str]]:
     mapping[sql_key(window_column(level, "window_proctime"))] = "window_time"
     start, end = stage.slicer.bounds(F.col("w"))
     columns = [*[F.col(k) for k in stage.keys],
-               *[state.final_value(slot).alias(f"a{i}") for i, slot in enumerate(stage.slots)],
+               *[state.final_value(slot, stage.assembler is not None).alias(f"a{i}")
+                 for i, slot in enumerate(stage.slots)],
                start.alias("window_start"), end.alias("window_end"),
                (end - F.expr("INTERVAL 1 MILLISECOND")).alias("window_time")]
     return columns, mapping

@@ -69,8 +69,8 @@ def read_stream(spark: SparkSession, table: Table, starting: Mapping[str, str] |
     opens (on the source's own ``_metadata``: Spark never opens the others).
 
     With ``arrival`` each row says where it arrived from, in the column :data:`state.ARRIVAL`, for
-    the aggregates that follow arrival order: its file's modification time, path and line, or its
-    Kafka record's timestamp, topic and partition, and offset. Spark's CSV and JSON readers give a
+    the aggregates that follow arrival order (``analyzer.aggregates.ARRIVAL``): its file's
+    modification time, path and line, or its Kafka record's timestamp, partition and offset. Spark's CSV and JSON readers give a
     row no line number, so such a source is read a file to a row and cut into lines here: a file
     must then fit in one row (2 GB), and only jobs with those aggregates read this way."""
     if connector(table) == FILESYSTEM:
@@ -97,8 +97,8 @@ def _csv_options(table: Table) -> dict[str, str]:
 
 
 def _arrived(modified: Column, path: Column, line: Column) -> Column:
-    """Where a row of a file arrived from: the file's modification time, its path, the row's line."""
-    return F.struct(modified.alias("t"), path.alias("f"), line.cast("long").alias("n"))
+    """Where a row of a file arrived from: the file's modification time, its path's hash, the row's line."""
+    return F.struct(modified.alias("t"), F.xxhash64(path).alias("f"), line.cast("long").alias("n"))
 
 
 def _numbered_lines(spark: SparkSession, table: Table, fmt: str, files: Column | None) -> DataFrame:
@@ -146,8 +146,8 @@ def _decode(raw: DataFrame, table: Table, arrival: bool) -> DataFrame:
     if not arrival:
         return raw.select(parsed.alias("_row")).select("_row.*")
     # Offsets order a partition's records; records of different partitions, their timestamps.
-    place = F.concat(F.col("topic"), F.lit(":"), F.lpad(F.col("partition").cast("string"), 10, "0"))
-    arrived = F.struct(F.col("timestamp").alias("t"), place.alias("f"), F.col("offset").alias("n"))
+    arrived = F.struct(F.col("timestamp").alias("t"), F.col("partition").cast("long").alias("f"),
+                       F.col("offset").alias("n"))
     return raw.select(parsed.alias("_row"), arrived.alias(ARRIVAL)).select("_row.*", ARRIVAL)
 
 

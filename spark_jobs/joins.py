@@ -110,8 +110,9 @@ def join_finalizer(join: WindowJoin, branches: Sequence[Branch], sink_types: Seq
                 frames = []
                 for i, branch in enumerate(branches):
                     windows = batch.where(F.col(BRANCH) == i).select(f"{_struct(i)}.*")
-                    if branch.assembler is not None and not analyse:
-                        windows = assembled.enter_context(branch.assembler(windows, batch_id))
+                    if branch.assembler is not None:
+                        windows = branch.assembler.shaped(windows) if analyse else \
+                            assembled.enter_context(branch.assembler(windows, batch_id))
                     frames.append(columns.of(i, branch.rows(windows)))
                 joined = frames[0]
                 for frame, kind, condition in zip(frames[1:], join.kinds, conditions):
@@ -146,7 +147,8 @@ def interval_finalizer(join: IntervalJoin, branches: Sequence[Branch], location:
         rows = columns.of(0, stream.rows(batch.where(F.col(BRANCH) == 0).select(f"{_struct(0)}.*")))
         closed = batch.where(F.col(BRANCH) == 1).select(f"{_struct(1)}.*")
         if analyse:
-            yield pairs(columns.of(1, window.rows(closed)), rows)
+            shaped = window.assembler.shaped(closed) if window.assembler is not None else closed
+            yield pairs(columns.of(1, window.rows(shaped)), rows)
             return
         storage = HadoopStorage(batch.sparkSession)
         query = QueryLog(storage, location)

@@ -251,19 +251,32 @@ def _merged(name: str, function: str, slice_order: Column) -> Column:
     merge = MERGE[function]
     if merge == "union":
         return F.array_distinct(F.flatten(F.collect_list(name))).alias(name)
-    if merge == "concat":
-        placed = F.transform(F.col(name), lambda e: F.struct(F.struct(slice_order, e["o"]).alias("o"), e["v"].alias("v")))
-        return F.flatten(F.collect_list(placed)).alias(name)
+    if merge == "concat":  # each slice's values are in arrival order already (pooled)
+        slices = F.array_sort(F.collect_list(F.struct(slice_order.alias("k"), F.col(name).alias("l"))))
+        return F.flatten(F.transform(slices, lambda e: e["l"])).alias(name)
     return getattr(F, merge)(name).alias(name)
 
 
-def final_value(slot: Slot) -> Column:
-    """The aggregate's result for an emitted window, from its slot, typed as Flink types it."""
+def pooled(slot: Slot) -> list[Column]:
+    """The fields of a slice that windows are assembled from: as kept, but a list kept with arrivals
+    as its values in arrival order, sorted once per slice rather than once per window holding it."""
+    return [in_arrival_order(F.col(name)).alias(name) if function == ALL_BY_ARRIVAL else F.col(name)
+            for name, function in slot_fields(slot)]
+
+
+def in_arrival_order(kept: Column) -> Column:
+    """A list of values kept with their arrivals, as the values in arrival order."""
+    return F.transform(F.array_sort(kept), lambda e: e["v"])
+
+
+def final_value(slot: Slot, assembled: bool = False) -> Column:
+    """The aggregate's result for an emitted window, from its slot, typed as Flink types it;
+    ``assembled``: the window was assembled from pooled slices (:func:`pooled`)."""
     result = slot.result
     if result.spread:
         return _spread(slot, *_spread_state(slot))
     if result.ordered:
-        return _arrived(slot)
+        return _arrived(slot, assembled)
     if slot.distinct:
         values = F.transform(F.col(f"dv{slot.index}"), lambda x: x.cast(_value_type(slot)))
         if result is Result.COUNT:
@@ -287,7 +300,7 @@ def final_value(slot: Slot) -> Column:
     return _cast(value, slot)
 
 
-def _arrived(slot: Slot) -> Column:
+def _arrived(slot: Slot, assembled: bool) -> Column:
     """FIRST_VALUE and LAST_VALUE: the value kept with the earliest or latest arrival, in its own
     type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given), NULL
     where there is none, as Flink gives them."""
@@ -295,7 +308,7 @@ def _arrived(slot: Slot) -> Column:
     if slot.result is not Result.LIST:
         return kept["v"].cast(slot.input_type)
     separator = slot.aggregate.args[1].expr.name if len(slot.aggregate.args) > 1 else ","
-    values = F.transform(F.array_sort(kept), lambda e: e["v"])
+    values = kept if assembled else in_arrival_order(kept)
     return F.when(F.size(values) > 0, F.array_join(values, separator))
 
 

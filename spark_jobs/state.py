@@ -17,6 +17,8 @@ identity, each slot with the fields of its shape (:mod:`analyzer.aggregates`)::
            d<i>       floating point: the sum, MIN or MAX of plain slot i
            o<i>       the exact MIN or MAX (decimal(38, s)) of plain slot i (times as microseconds)
            s<k>       text slot k: MIN or MAX of text
+           fa<k>/la<k> text slot k: the first or last value (as text) with its arrival (FIRST_VALUE, LAST_VALUE)
+           al<k>      text slot k: every value (as text) with its arrival (LISTAGG)
            dv<j>      distinct slot j: the set of values, as text
 
 where ``s`` is the scale the slot's shape keeps. Every field is an aggregate with a FILTER

@@ -108,6 +108,9 @@ class Shape:
 
 
 _GENERIC = "*"
+#: The aggregates only a slot of their own shape holds: fields of theirs no generic slot has.
+_SHAPED_ONLY = tuple(a.spelled for a in AGGREGATES.values()
+                     if any(not f.generic for state in a.state.values() for f, _ in state))
 #: The shape of a slot made for no aggregate in particular.
 GENERIC = Shape()
 
@@ -172,8 +175,8 @@ class Slots:
             if free:
                 unfit = ", ".join(i for i in added if i not in taken)
                 message += (f"; none of them fits {unfit}: a slot made for one aggregate takes only that "
-                            "shape, and a generic slot no aggregate with fields generic slots lack (STDDEV, "
-                            f"VARIANCE) (free: {', '.join(str(self.shapes[s]) for s in free)})")
+                            "shape, and a generic slot no aggregate with fields generic slots lack "
+                            f"({', '.join(_SHAPED_ONLY)}) (free: {', '.join(str(self.shapes[s]) for s in free)})")
             raise NoRoom(message)
         reused = set(taken.values())
         assigned = tuple((i, kept[i] if i in kept else taken[i]) for i in shapes)

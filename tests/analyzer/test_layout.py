@@ -205,3 +205,21 @@ def test_the_report_counts_what_a_restart_carries_and_where_an_added_aggregate_s
     resized = job("SUM(price)").replace("'10' MINUTES", "'15' MINUTES")
     cleared = judge(build(resized), Deployed(build(old), deployed(old), carried=carried)).report
     assert cleared is not None and cleared.verdict is Verdict.INCOMPATIBLE and not cleared.carried
+
+
+def test_arrival_ordered_aggregates_take_text_slots_of_their_own_shape() -> None:
+    """FIRST_VALUE, LAST_VALUE and LISTAGG keep values with their arrival, in text slots shaped
+    for them whatever the argument's type; one added later finds no generic slot to take, and the
+    report names what generic slots cannot hold. Reordered, they restart FULL; a MIN or MAX of text
+    still takes a generic text slot."""
+    old = job("SUM(price), FIRST_VALUE(price), LISTAGG(item, ';')")
+    signature = deployed(old)
+    pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["text"]
+    assert pool["shapes"] == ["FIRST_VALUE", "LISTAGG:s", "*", "*"]
+    assert pool["assigned"] == {"FIRST_VALUE(Bid.price)": 0, "LISTAGG(Bid.item, ';')": 1}
+    assert judged(old, job("LISTAGG(item, ';'), SUM(price), FIRST_VALUE(price)"), signature).verdict is Verdict.FULL
+    added = judged(old, job("SUM(price), FIRST_VALUE(price), LISTAGG(item, ';'), LAST_VALUE(price)"), signature)
+    assert added.verdict is Verdict.INCOMPATIBLE
+    assert "none of them fits LAST_VALUE(Bid.price)" in added.to_text()
+    assert "(STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP, FIRST_VALUE, LAST_VALUE, LISTAGG)" in added.to_text()
+    assert judged(old, job("SUM(price), LISTAGG(item, ';'), MAX(item)"), signature).verdict is Verdict.PARTIAL

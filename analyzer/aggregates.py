@@ -7,7 +7,7 @@ how two partial states of a field become one (the slices of a HOP or CUMULATE wi
 that merge), and :class:`Result` how the aggregate's result comes from its state. A DISTINCT
 aggregate keeps the set of its values, whatever its function.
 
-FIRST_VALUE, LAST_VALUE and LISTAGG follow the order rows arrive in. A Spark stream gives its rows no
+FIRST_VALUE, LAST_VALUE, LISTAGG and ARRAY_AGG follow the order rows arrive in. A Spark stream gives its rows no
 order, so each row carries where it arrived from (:data:`ARRIVAL`: the source file's modification
 time, its path and the row's line, or a Kafka record's timestamp, partition and offset), and these
 aggregates keep each value with it: the first and the last by that order, or all of them, ordered
@@ -98,6 +98,9 @@ MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", SUM_SQUARES: "sum", "m
                             "collect_set": "union", FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max",
                             ALL_BY_ARRIVAL: "concat"}
 
+#: The one clause around an aggregate call the engine takes: ARRAY_AGG's, skipping NULL values.
+IGNORE_NULLS = "IGNORE NULLS"
+
 #: A state: each field with the aggregate function that fills it from input rows.
 State = tuple[tuple[Field, str], ...]
 
@@ -117,6 +120,7 @@ class Result(Enum):
     FIRST = "first"  # the value that arrived first
     LAST = "last"
     LIST = "list"  # the values in arrival order, joined by the separator (a comma unless given)
+    ARRAY = "array"  # the values in arrival order, NULLs among them
 
     @property
     def spread(self) -> bool:
@@ -134,7 +138,7 @@ class Result(Enum):
     @property
     def ordered(self) -> bool:
         """Follows the order rows arrive in."""
-        return self in (Result.FIRST, Result.LAST, Result.LIST)
+        return self in (Result.FIRST, Result.LAST, Result.LIST, Result.ARRAY)
 
 
 @dataclass(frozen=True)
@@ -148,6 +152,8 @@ class AggregateFunction:
     :param integers_as: the family it computes integers in, where not as exact numbers (Flink
         computes a STDDEV or VARIANCE of integers in DOUBLE, then casts to the integer type)
     :param literals: how many constant arguments may follow its value (LISTAGG's separator)
+    :param keeps_nulls: whether a NULL value counts (ARRAY_AGG keeps it, as Flink's default RESPECT
+        NULLS does, unless written with IGNORE NULLS); every other aggregate skips NULLs
     """
 
     name: str
@@ -156,10 +162,15 @@ class AggregateFunction:
     flink: str = ""
     integers_as: Family | None = None
     literals: int = 0
+    keeps_nulls: bool = False
 
     def state_of(self, family: Family | None) -> State | None:
         """The state it keeps over values of ``family``; None where it takes no such argument."""
         return self.state.get(None) or (self.state.get(family) if family is not None else None)
+
+    def counts_nulls(self, modifiers: str) -> bool:
+        """Whether a NULL value counts, with the clauses written around the call (``Aggregate.modifiers``)."""
+        return self.keeps_nulls and modifiers.strip() != IGNORE_NULLS
 
     def kept_as(self, family: Family | None, integer: bool) -> Family | None:
         """The family it keeps values of ``family`` in (``integer``: of an integer type)."""
@@ -201,6 +212,7 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     AggregateFunction("FIRST_VALUE", {None: ((FIRST_ARRIVED, FIRST_BY_ARRIVAL),)}, Result.FIRST),
     AggregateFunction("LAST_VALUE", {None: ((LAST_ARRIVED, LAST_BY_ARRIVAL),)}, Result.LAST),
     AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.LIST, literals=1),
+    AggregateFunction("ARRAY_AGG", {None: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.ARRAY, keeps_nulls=True),
 )}
 
 #: Flink's built-in aggregate functions (and VVR's APPROX_COUNT_DISTINCT). Those sqlglot has no node

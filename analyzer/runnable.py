@@ -28,7 +28,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES
+from stategate.analyzer.aggregates import AGGREGATES, IGNORE_NULLS
 from stategate.analyzer.dialect import Flink
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import (Aggregate, IntervalJoin, JobModel, Pipeline, Table, TimeKind, Window,
@@ -170,7 +170,7 @@ def _check_aggregate(model: JobModel, aggregate: Aggregate, window: Window) -> N
                             line=line, col=col)
     if any(not (isinstance(a.expr, exp.Literal) and a.expr.is_string) for a in aggregate.args[1:]):
         raise SQLModelError(f"{aggregate.written}: its separator must be a string literal", line=line, col=col)
-    if aggregate.modifiers:
+    if aggregate.modifiers and not (function.keeps_nulls and aggregate.modifiers.strip() == IGNORE_NULLS):
         raise SQLModelError(f"{aggregate.written}: {aggregate.modifiers.strip()} is not supported", line=line, col=col)
     if aggregate.distinct and function.result.ordered:
         raise SQLModelError(f"{aggregate.written}: DISTINCT is not supported for {function.spelled}, which "
@@ -270,6 +270,8 @@ def spark_type(flink_type: str | None, column: str, table: str) -> str:
     if text.startswith(("TIMESTAMP", "DATETIME")):
         # Flink TIMESTAMP(3) is wall-clock time; the job session runs in UTC, so values are unchanged.
         return "TIMESTAMP"
+    if text.startswith("ARRAY<") and text.endswith(">"):  # ARRAY_AGG's result, an array of its argument's type
+        return f"ARRAY<{spark_type(flink_type.strip()[6:-1], column, table)}>"
     if text.startswith("ROW"):  # a nested row: a struct of its fields, each typed by these rules
         fields = exp.DataType.build(flink_type, dialect=Flink).expressions
         return "STRUCT<" + ", ".join(

@@ -18,7 +18,7 @@ identity, each slot with the fields of its shape (:mod:`analyzer.aggregates`)::
            o<i>       the exact MIN or MAX (decimal(38, s)) of plain slot i (times as microseconds)
            s<k>       text slot k: MIN or MAX of text
            fa<k>/la<k> text slot k: the first or last value (as text) with its arrival (FIRST_VALUE, LAST_VALUE)
-           al<k>      text slot k: every value (as text) with its arrival (LISTAGG)
+           al<k>      text slot k: every value (as text) with its arrival (LISTAGG, ARRAY_AGG)
            dv<j>      distinct slot j: the set of values, as text
 
 where ``s`` is the scale the slot's shape keeps. Every field is an aggregate with a FILTER
@@ -226,7 +226,8 @@ _NEVER = datetime(1, 1, 1)
 def _counted(slot: Slot) -> str:
     """The SQL predicate of a row the slot's aggregate counts. A FILTERed-out row still counts in
     ROWS, so it shapes sessions and window existence."""
-    parts = [] if slot.value is None else [f"`{slot.value}` IS NOT NULL"]
+    counted = slot.value is None or AGGREGATES[slot.function].counts_nulls(slot.aggregate.modifiers)
+    parts = [] if counted else [f"`{slot.value}` IS NOT NULL"]
     if slot.filter is not None:
         parts.append(f"coalesce(`{slot.filter}`, false)")
     return "(" + " AND ".join(parts or ["true"]) + ")"
@@ -304,13 +305,16 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
 
 def _arrived(slot: Slot, assembled: bool) -> Column:
     """FIRST_VALUE and LAST_VALUE: the value kept with the earliest or latest arrival, in its own
-    type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given), NULL
-    where there is none, as Flink gives them."""
+    type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given);
+    ARRAY_AGG: the values in arrival order, in their own type. NULL where there is none, as Flink
+    gives them."""
     kept = F.col(fields_of(slot)[0])
-    if slot.result is not Result.LIST:
+    if slot.result in (Result.FIRST, Result.LAST):
         return kept["v"].cast(slot.input_type)
-    separator = slot.aggregate.args[1].expr.name if len(slot.aggregate.args) > 1 else ","
     values = kept if assembled else in_arrival_order(kept)
+    if slot.result is Result.ARRAY:
+        return F.when(F.size(values) > 0, F.transform(values, lambda v: v.cast(slot.input_type)))
+    separator = slot.aggregate.args[1].expr.name if len(slot.aggregate.args) > 1 else ","
     return F.when(F.size(values) > 0, F.array_join(values, separator))
 
 

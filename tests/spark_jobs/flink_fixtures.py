@@ -48,9 +48,12 @@ def same(ours: object, flink: object, compare: str) -> bool:
 
 
 def text(value: object) -> object:
-    """A Spark value as the fixture keeps Flink's: numbers as numbers, the rest as text."""
+    """A Spark value as the fixture keeps Flink's: numbers as numbers, an array as Flink casts one
+    to text (``benchmarks/flink_oracle.py``, ``AS_TEXT``), the rest as text."""
     if value is None or isinstance(value, (int, float)):
         return value
+    if isinstance(value, list):
+        return "[" + ", ".join("NULL" if v is None else str(v) for v in value) + "]"
     return str(value)
 
 

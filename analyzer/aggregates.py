@@ -82,21 +82,22 @@ ARRIVED = f"struct<o:{ARRIVAL},v:string>"
 FIRST_ARRIVED = Field("fa", ARRIVED, "min", Pool.TEXT, generic=False)
 LAST_ARRIVED = Field("la", ARRIVED, "max", Pool.TEXT, generic=False)
 ALL_ARRIVED = Field("al", ARRIVED, "collect_list", Pool.TEXT, generic=False)  # the list of them
+VALUE_LIST = Field("cl", "string", "collect_list", Pool.TEXT, generic=False)  # every value, as text, in no order
 #: Every kind of field, in the order a slot's fields stand in the buffer.
 FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES,
-          FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED)
+          FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED, VALUE_LIST)
 
 #: How a field is filled from input rows: an aggregate function of the row's value, of its square
 #: (``sum_squares``), or of the value with its arrival (the earliest, the latest, all of them).
 SUM_SQUARES = "sum_squares"
 FIRST_BY_ARRIVAL, LAST_BY_ARRIVAL, ALL_BY_ARRIVAL = "first_by_arrival", "last_by_arrival", "all_by_arrival"
 #: How two partial states of a field become one, by the function that filled it (``union``: the
-#: distinct values of both sets; ``concat``: the lists of a window's slices one after the other,
+#: distinct values of both sets; ``append``: both lists, in no order; ``concat``: the lists of a window's slices one after the other,
 #: each in arrival order, the later slice's first for HOP windows and the earlier's for CUMULATE,
 #: as Flink merges slices).
 MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", SUM_SQUARES: "sum", "min": "min", "max": "max",
                             "collect_set": "union", FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max",
-                            ALL_BY_ARRIVAL: "concat"}
+                            ALL_BY_ARRIVAL: "concat", "collect_list": "append"}
 
 #: The one clause around an aggregate call the engine takes: ARRAY_AGG's, skipping NULL values.
 IGNORE_NULLS = "IGNORE NULLS"
@@ -121,6 +122,7 @@ class Result(Enum):
     LAST = "last"
     LIST = "list"  # the values in arrival order, joined by the separator (a comma unless given)
     ARRAY = "array"  # the values in arrival order, NULLs among them
+    MULTISET = "multiset"  # each value with how often it came, as a map (Flink's MULTISET)
 
     @property
     def spread(self) -> bool:
@@ -152,6 +154,7 @@ class AggregateFunction:
     :param integers_as: the family it computes integers in, where not as exact numbers (Flink
         computes a STDDEV or VARIANCE of integers in DOUBLE, then casts to the integer type)
     :param literals: how many constant arguments may follow its value (LISTAGG's separator)
+    :param takes_distinct: whether it runs with DISTINCT
     :param keeps_nulls: whether a NULL value counts (ARRAY_AGG keeps it, as Flink's default RESPECT
         NULLS does, unless written with IGNORE NULLS); every other aggregate skips NULLs
     """
@@ -162,6 +165,7 @@ class AggregateFunction:
     flink: str = ""
     integers_as: Family | None = None
     literals: int = 0
+    takes_distinct: bool = True
     keeps_nulls: bool = False
 
     def state_of(self, family: Family | None) -> State | None:
@@ -209,10 +213,14 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     _spread("STDDEV_SAMP", Result.STDDEV_SAMP),
     _spread("VARIANCE_POP", Result.VAR_POP, "VAR_POP"),
     _spread("VARIANCE", Result.VAR_SAMP, "VAR_SAMP"),
-    AggregateFunction("FIRST_VALUE", {None: ((FIRST_ARRIVED, FIRST_BY_ARRIVAL),)}, Result.FIRST),
-    AggregateFunction("LAST_VALUE", {None: ((LAST_ARRIVED, LAST_BY_ARRIVAL),)}, Result.LAST),
-    AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.LIST, literals=1),
-    AggregateFunction("ARRAY_AGG", {None: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.ARRAY, keeps_nulls=True),
+    AggregateFunction("FIRST_VALUE", {None: ((FIRST_ARRIVED, FIRST_BY_ARRIVAL),)}, Result.FIRST,
+                      takes_distinct=False),
+    AggregateFunction("LAST_VALUE", {None: ((LAST_ARRIVED, LAST_BY_ARRIVAL),)}, Result.LAST, takes_distinct=False),
+    AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.LIST, literals=1,
+                      takes_distinct=False),
+    AggregateFunction("ARRAY_AGG", {None: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.ARRAY, takes_distinct=False,
+                      keeps_nulls=True),
+    AggregateFunction("COLLECT", {None: ((VALUE_LIST, "collect_list"),)}, Result.MULTISET, takes_distinct=False),
 )}
 
 #: Flink's built-in aggregate functions (and VVR's APPROX_COUNT_DISTINCT). Those sqlglot has no node

@@ -172,9 +172,10 @@ def _check_aggregate(model: JobModel, aggregate: Aggregate, window: Window) -> N
         raise SQLModelError(f"{aggregate.written}: its separator must be a string literal", line=line, col=col)
     if aggregate.modifiers and not (function.keeps_nulls and aggregate.modifiers.strip() == IGNORE_NULLS):
         raise SQLModelError(f"{aggregate.written}: {aggregate.modifiers.strip()} is not supported", line=line, col=col)
-    if aggregate.distinct and function.result.ordered:
-        raise SQLModelError(f"{aggregate.written}: DISTINCT is not supported for {function.spelled}, which "
-                            "follows the order rows arrive in", line=line, col=col)
+    if aggregate.distinct and not function.takes_distinct:
+        why = ", which follows the order rows arrive in" if function.result.ordered else ""
+        raise SQLModelError(f"{aggregate.written}: DISTINCT is not supported for {function.spelled}{why}",
+                            line=line, col=col)
     if aggregate.distinct and isinstance(window.shape, Session):
         raise SQLModelError(f"{aggregate.written}: DISTINCT aggregates over SESSION windows are not supported",
                             line=line, col=col)
@@ -272,6 +273,8 @@ def spark_type(flink_type: str | None, column: str, table: str) -> str:
         return "TIMESTAMP"
     if text.startswith("ARRAY<") and text.endswith(">"):  # ARRAY_AGG's result, an array of its argument's type
         return f"ARRAY<{spark_type(flink_type.strip()[6:-1], column, table)}>"
+    if text.startswith("MULTISET<") and text.endswith(">"):  # COLLECT's: each value with its count
+        return f"MAP<{spark_type(flink_type.strip()[9:-1], column, table)}, INT>"
     if text.startswith("ROW"):  # a nested row: a struct of its fields, each typed by these rules
         fields = exp.DataType.build(flink_type, dialect=Flink).expressions
         return "STRUCT<" + ", ".join(

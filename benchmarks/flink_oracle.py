@@ -57,6 +57,7 @@ FAMILIES = {
                  "LISTAGG(supplier_id, '|')"), "exact", ("price", "qty")),
     "arrays": (("ARRAY_AGG({c})", "ARRAY_AGG({c}) FILTER (WHERE qty > 40)", "ARRAY_AGG({c} IGNORE NULLS)"),
                "exact", ("price", "qty")),
+    "multisets": (("COLLECT({c})", "COLLECT({c}) FILTER (WHERE qty > 40)"), "exact", ("price", "qty")),
 }
 #: Families whose results are arrays: Flink's ``collect()`` cannot carry an array with a NULL element
 #: to Python ("Ran out of input"), so Flink's side casts each to text ("[1.50, NULL, 2.50]") and the
@@ -120,12 +121,21 @@ def run_flink(lines: list[str], sql: dict[str, str]) -> dict[str, list[list]]:
 
 
 def _text(value: object) -> object:
-    """A value as the fixture keeps it: doubles as numbers, NULL as None, the rest as Flink prints it."""
+    """A value as the fixture keeps it: doubles as numbers, NULL as None, a MULTISET by
+    :func:`multiset_text`, the rest as Flink prints it."""
     if value is None or isinstance(value, (int, float)):
         return value
+    if isinstance(value, dict):
+        return multiset_text(value)
     if isinstance(value, datetime):
         return value.strftime("%Y-%m-%d %H:%M:%S")
     return str(value)
+
+
+def multiset_text(counts: dict) -> str:
+    """A MULTISET (value → count) as text, values in order: Flink hands one over in its hash map's
+    order, which no other engine shares."""
+    return "{" + ", ".join(f"{value}={count}" for value, count in sorted(counts.items())) + "}"
 
 
 def main(argv: list[str] | None = None) -> int:

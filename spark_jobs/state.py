@@ -192,6 +192,8 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
         argument = "1"
     elif function == SUM_SQUARES:  # Spark's sum of the squared values
         function, argument = "sum", f"CAST({_squared(value, slot)} AS {field.sql_type})"
+    elif function == "collect_list":  # the value itself, as text
+        argument = f"CAST(`{slot.value}` AS STRING)"
     elif function in _BY_ARRIVAL:  # the value as text, after where it arrived from: ordered by that
         function = _BY_ARRIVAL[function]
         argument = f"CAST(named_struct('o', `{ARRIVAL}`, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
@@ -254,6 +256,8 @@ def _merged(name: str, function: str, slice_order: Column) -> Column:
     merge = MERGE[function]
     if merge == "union":
         return F.array_distinct(F.flatten(F.collect_list(name))).alias(name)
+    if merge == "append":
+        return F.flatten(F.collect_list(name)).alias(name)
     if merge == "concat":  # each slice's values are in arrival order already (pooled)
         slices = F.array_sort(F.collect_list(F.struct(slice_order.alias("k"), F.col(name).alias("l"))))
         return F.flatten(F.transform(slices, lambda e: e["l"])).alias(name)
@@ -280,6 +284,8 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
         return _spread(slot, *_spread_state(slot))
     if result.ordered:
         return _arrived(slot, assembled)
+    if result is Result.MULTISET:
+        return _multiset(slot)
     if slot.distinct:
         values = F.transform(F.col(f"dv{slot.index}"), lambda x: x.cast(_value_type(slot)))
         if result is Result.COUNT:
@@ -316,6 +322,15 @@ def _arrived(slot: Slot, assembled: bool) -> Column:
         return F.when(F.size(values) > 0, F.transform(values, lambda v: v.cast(slot.input_type)))
     separator = slot.aggregate.args[1].expr.name if len(slot.aggregate.args) > 1 else ","
     return F.when(F.size(values) > 0, F.array_join(values, separator))
+
+
+def _multiset(slot: Slot) -> Column:
+    """COLLECT: each value, in its own type, with how often it came; an empty map where none did,
+    as Flink's MULTISET."""
+    values = F.coalesce(F.col(fields_of(slot)[0]), F.array().cast("array<string>"))
+    counted = F.transform(F.array_distinct(values), lambda value: F.struct(
+        value.cast(slot.input_type).alias("key"), F.size(F.filter(values, lambda v: v == value)).alias("value")))
+    return F.map_from_entries(counted).cast(T.MapType(slot.input_type, T.IntegerType()))
 
 
 def _spread_state(slot: Slot) -> tuple[Column, Column, Column]:

@@ -27,7 +27,7 @@ REFUSED = [
     ("SELECT item, price FROM Bid", "no window aggregation"),
     (f"SELECT window_start, APPROX_COUNT_DISTINCT(price) FROM {WINDOW} GROUP BY window_start, window_end",
      "is not supported (supported: COUNT, SUM, MIN, MAX, AVG, STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP, FIRST_VALUE, "
-     "LAST_VALUE, LISTAGG, ARRAY_AGG)"),
+     "LAST_VALUE, LISTAGG, ARRAY_AGG, COLLECT)"),
     (f"SELECT window_start, LISTAGG(DISTINCT item) FROM {WINDOW} GROUP BY window_start, window_end",
      "DISTINCT is not supported for LISTAGG, which follows the order rows arrive in"),
     (f"SELECT window_start, LISTAGG(item, item) FROM {WINDOW} GROUP BY window_start, window_end",
@@ -42,6 +42,8 @@ REFUSED = [
      "IGNORE NULLS is not supported"),
     (f"SELECT window_start, ARRAY_AGG(DISTINCT price) FROM {WINDOW} GROUP BY window_start, window_end",
      "DISTINCT is not supported for ARRAY_AGG"),
+    (f"SELECT window_start, COLLECT(DISTINCT price) FROM {WINDOW} GROUP BY window_start, window_end",
+     "DISTINCT is not supported for COLLECT"),
     ("CREATE VIEW tenth AS SELECT window_time AS t, SUM(price) AS total FROM "
      f"{WINDOW} GROUP BY window_start, window_end, window_time;\nSELECT window_start, FIRST_VALUE(total) FROM "
      "TABLE(TUMBLE(TABLE tenth, DESCRIPTOR(t), INTERVAL '1' HOUR)) GROUP BY window_start, window_end",
@@ -123,3 +125,14 @@ def test_the_judgement_and_the_checkpoint_need_neither_pyspark_nor_airflow() -> 
     result = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, timeout=120)
     assert result.returncode == 0, result.stderr
     assert result.stdout.strip() == "[]"
+
+
+@pytest.mark.parametrize("flink, spark", [("ARRAY<DECIMAL(10, 2)>", "ARRAY<DECIMAL(10, 2)>"),
+                                          ("MULTISET<INT>", "MAP<INT, INT>"),
+                                          ("ARRAY<VARCHAR(20)>", "ARRAY<STRING>")])
+def test_sink_columns_of_array_agg_and_collect_take_their_spark_types(flink: str, spark: str) -> None:
+    """ARRAY_AGG writes an ARRAY of its argument's type, COLLECT Flink's MULTISET: on Spark a map
+    from each value to how often it came."""
+    from stategate.analyzer.runnable import spark_type
+
+    assert spark_type(flink, "c", "Out") == spark

@@ -9,6 +9,8 @@ from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+from benchmarks.flink_oracle import multiset_text
+
 FIXTURES = Path(__file__).resolve().parents[1] / "data" / "flink"
 
 
@@ -49,11 +51,14 @@ def same(ours: object, flink: object, compare: str) -> bool:
 
 def text(value: object) -> object:
     """A Spark value as the fixture keeps Flink's: numbers as numbers, an array as Flink casts one
-    to text (``benchmarks/flink_oracle.py``, ``AS_TEXT``), the rest as text."""
+    to text (``benchmarks/flink_oracle.py``, ``AS_TEXT``), a map as the oracle writes a MULTISET,
+    the rest as text."""
     if value is None or isinstance(value, (int, float)):
         return value
     if isinstance(value, list):
         return "[" + ", ".join("NULL" if v is None else str(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return multiset_text(value)
     return str(value)
 
 

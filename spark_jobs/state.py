@@ -312,14 +312,17 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
 def _arrived(slot: Slot, assembled: bool) -> Column:
     """FIRST_VALUE and LAST_VALUE: the value kept with the earliest or latest arrival, in its own
     type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given);
-    ARRAY_AGG: the values in arrival order, in their own type. NULL where there is none, as Flink
-    gives them."""
+    ARRAY_AGG: the values in arrival order, in their own type; JSON_ARRAYAGG: those as a JSON array.
+    NULL where there is none (JSON_ARRAYAGG: ``[]``), as Flink gives them."""
     kept = F.col(fields_of(slot)[0])
     if slot.result in (Result.FIRST, Result.LAST):
         return kept["v"].cast(slot.input_type)
     values = kept if assembled else in_arrival_order(kept)
     if slot.result is Result.ARRAY:
         return F.when(F.size(values) > 0, F.transform(values, lambda v: v.cast(slot.input_type)))
+    if slot.result is Result.JSON_ARRAY:  # NULLs absent (Flink's ABSENT ON NULL), [] where none
+        return F.to_json(F.transform(F.coalesce(values, F.array().cast("array<string>")),
+                                     lambda v: v.cast(slot.input_type)))
     separator = slot.aggregate.args[1].expr.name if len(slot.aggregate.args) > 1 else ","
     return F.when(F.size(values) > 0, F.array_join(values, separator))
 

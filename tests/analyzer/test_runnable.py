@@ -27,7 +27,7 @@ REFUSED = [
     ("SELECT item, price FROM Bid", "no window aggregation"),
     (f"SELECT window_start, APPROX_COUNT_DISTINCT(price) FROM {WINDOW} GROUP BY window_start, window_end",
      "is not supported (supported: COUNT, SUM, MIN, MAX, AVG, STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP, FIRST_VALUE, "
-     "LAST_VALUE, LISTAGG, ARRAY_AGG, COLLECT)"),
+     "LAST_VALUE, LISTAGG, ARRAY_AGG, COLLECT, JSON_ARRAYAGG)"),
     (f"SELECT window_start, LISTAGG(DISTINCT item) FROM {WINDOW} GROUP BY window_start, window_end",
      "DISTINCT is not supported for LISTAGG, which follows the order rows arrive in"),
     (f"SELECT window_start, LISTAGG(item, item) FROM {WINDOW} GROUP BY window_start, window_end",
@@ -44,6 +44,10 @@ REFUSED = [
      "DISTINCT is not supported for ARRAY_AGG"),
     (f"SELECT window_start, COLLECT(DISTINCT price) FROM {WINDOW} GROUP BY window_start, window_end",
      "DISTINCT is not supported for COLLECT"),
+    (f"SELECT window_start, JSON_ARRAYAGG(CAST(price AS DOUBLE)) FROM {WINDOW} GROUP BY window_start, window_end",
+     "JSON_ARRAYAGG over a floating-point number is not supported"),
+    (f"SELECT window_start, JSON_ARRAYAGG(bidtime) FROM {WINDOW} GROUP BY window_start, window_end",
+     "JSON_ARRAYAGG over a time is not supported"),
     ("CREATE VIEW tenth AS SELECT window_time AS t, SUM(price) AS total FROM "
      f"{WINDOW} GROUP BY window_start, window_end, window_time;\nSELECT window_start, FIRST_VALUE(total) FROM "
      "TABLE(TUMBLE(TABLE tenth, DESCRIPTOR(t), INTERVAL '1' HOUR)) GROUP BY window_start, window_end",

@@ -7,10 +7,10 @@ how two partial states of a field become one (the slices of a HOP or CUMULATE wi
 that merge), and :class:`Result` how the aggregate's result comes from its state. A DISTINCT
 aggregate keeps the set of its values, whatever its function.
 
-FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG and JSON_ARRAYAGG follow the order rows arrive in. A Spark stream gives its rows no
-order, so each row carries where it arrived from (:data:`ARRIVAL`: the source file's modification
-time, its path and the row's line, or a Kafka record's timestamp, partition and offset), and these
-aggregates keep each value with it: the first and the last by that order, or all of them, ordered
+FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG and JSON_ARRAYAGG follow the order rows arrive in. A
+Spark stream gives its rows no order, so each row carries where it arrived from (:data:`ARRIVAL`:
+the source file's modification time, its path's hash and the row's line, or a Kafka record's
+timestamp, partition and offset), and these aggregates keep each value with it: the first and the last by that order, or all of them, ordered
 when the result is read. The order is the rows' own, so it does not depend on how the rows were cut
 into micro-batches.
 
@@ -92,9 +92,9 @@ FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUE
 SUM_SQUARES = "sum_squares"
 FIRST_BY_ARRIVAL, LAST_BY_ARRIVAL, ALL_BY_ARRIVAL = "first_by_arrival", "last_by_arrival", "all_by_arrival"
 #: How two partial states of a field become one, by the function that filled it (``union``: the
-#: distinct values of both sets; ``append``: both lists, in no order; ``concat``: the lists of a window's slices one after the other,
-#: each in arrival order, the later slice's first for HOP windows and the earlier's for CUMULATE,
-#: as Flink merges slices).
+#: distinct values of both sets; ``append``: both lists, in no order; ``concat``: the lists of a
+#: window's slices one after the other, each in arrival order, the later slice's first for HOP
+#: windows and the earlier's for CUMULATE, as Flink merges slices).
 MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", SUM_SQUARES: "sum", "min": "min", "max": "max",
                             "collect_set": "union", FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max",
                             ALL_BY_ARRIVAL: "concat", "collect_list": "append"}
@@ -173,8 +173,13 @@ class AggregateFunction:
         """The state it keeps over values of ``family``; None where it takes no such argument."""
         return self.state.get(None) or (self.state.get(family) if family is not None else None)
 
+    def takes(self, modifiers: str) -> bool:
+        """Whether the engine runs it with the clauses written around the call (``Aggregate.modifiers``):
+        none, or IGNORE NULLS where it keeps NULLs otherwise."""
+        return not modifiers.strip() or (self.keeps_nulls and modifiers.strip() == IGNORE_NULLS)
+
     def counts_nulls(self, modifiers: str) -> bool:
-        """Whether a NULL value counts, with the clauses written around the call (``Aggregate.modifiers``)."""
+        """Whether a NULL value counts, with the clauses written around the call."""
         return self.keeps_nulls and modifiers.strip() != IGNORE_NULLS
 
     def kept_as(self, family: Family | None, integer: bool) -> Family | None:

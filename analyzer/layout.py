@@ -293,7 +293,8 @@ def pool_of(model: JobModel, aggregate: Aggregate) -> Pool:
 
 def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     """The slot shape an aggregate needs: its function where its fields are the same over any value
-    (``COUNT``, ``FIRST_VALUE``), else its function and the value family of its argument (``SUM:m``, ``AVG:d``, ``MAX:t``, ``MIN:s``; :mod:`analyzer.value_types`). A distinct
+    (``COUNT``, ``FIRST_VALUE``), else its function and the value family of its argument (``SUM:m``,
+    ``AVG:d``, ``MAX:t``, ``MIN:s``; :mod:`analyzer.value_types`). A distinct
     slot is one set whatever it aggregates, and an argument whose type cannot be told needs every
     field: both are :data:`GENERIC`.
 

@@ -28,7 +28,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES, IGNORE_NULLS
+from stategate.analyzer.aggregates import AGGREGATES
 from stategate.analyzer.dialect import Flink
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import (Aggregate, IntervalJoin, JobModel, Pipeline, Table, TimeKind, Window,
@@ -170,7 +170,7 @@ def _check_aggregate(model: JobModel, aggregate: Aggregate, window: Window) -> N
                             line=line, col=col)
     if any(not (isinstance(a.expr, exp.Literal) and a.expr.is_string) for a in aggregate.args[1:]):
         raise SQLModelError(f"{aggregate.written}: its separator must be a string literal", line=line, col=col)
-    if aggregate.modifiers and not (function.keeps_nulls and aggregate.modifiers.strip() == IGNORE_NULLS):
+    if not function.takes(aggregate.modifiers):
         raise SQLModelError(f"{aggregate.written}: {aggregate.modifiers.strip()} is not supported", line=line, col=col)
     if aggregate.distinct and not function.takes_distinct:
         why = ", which follows the order rows arrive in" if function.result.ordered else ""

@@ -61,6 +61,16 @@ class Field:
     squared: bool = False
     generic: bool = True
 
+    @property
+    def serialized(self) -> bool:
+        """Whether Spark keeps it as a list or a set, serialized: its state reader returns bytes."""
+        return self.idle in ("collect_list", "collect_set")
+
+    @property
+    def buffer_width(self) -> int:
+        """How many columns Spark's buffer for it has: an exact sum also says whether it is empty."""
+        return 2 if self.sql_type == "decimal" and self.idle == "sum" else 1
+
 
 COUNTED = Field("c", "int", "count", Pool.PLAIN)
 EXACT_SUM = Field("x", "decimal", "sum", Pool.PLAIN)

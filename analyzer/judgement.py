@@ -24,11 +24,12 @@ from stategate.analyzer.compare import compare_models
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
 from stategate.analyzer.model import JobModel
+from stategate.analyzer.reseed import not_reseedable
 from stategate.analyzer.report import Carried, Finding, Report, Verdict
 
 #: Rule ids of the judgement's own findings.
 NO_RECORD, RECORD_UNREADABLE = "stategate.no-record", "stategate.record-unreadable"
-LAYOUT_OLD, LAYOUT_NO_ROOM = "stategate.layout.old", "stategate.layout.no-room"
+LAYOUT_OLD, LAYOUT_NO_ROOM, LAYOUT_RESEED = "stategate.layout.old", "stategate.layout.no-room", "stategate.layout.reseed"
 
 
 @dataclass(frozen=True)
@@ -113,8 +114,17 @@ def _layout(new: JobModel, deployed: JobLayout,
                               f"{LAYOUT} only: archive the checkpoint and start fresh (nothing was deleted)",
                               deployed.name, LAYOUT)]
     try:
-        return plan(new, deployed, watermarks), []
+        layout = plan(new, deployed, watermarks)
     except NoRoom as error:
+        pipeline = new.pipeline_named.get(error.pipeline or "")
+        why = f" (its state cannot be re-seeded: {not_reseedable(new, pipeline)})" if pipeline is not None else ""
         return None, [Finding(LAYOUT_NO_ROOM, Verdict.INCOMPATIBLE,
-                              f"the change does not fit the recorded state layout: {error}; clear the state "
-                              "(a fresh start sizes the buffer anew; SET 'stategate.state.slots' leaves room)")]
+                              f"the change does not fit the recorded state layout: {error}{why}; clear the state "
+                              "(a fresh start sizes the buffer anew; SET 'stategate.state.slots' leaves room)",
+                              pipeline=error.pipeline or "")]
+    return layout, [Finding(LAYOUT_RESEED, Verdict.FULL,
+                            "the aggregates do not fit the recorded state layout, so the restart re-seeds: it "
+                            "archives the old state inside the checkpoint, carries its open windows into a new "
+                            "layout (kept aggregates go on, added ones start from zero) and reads the source from "
+                            "where the old version stopped", pipeline=name)
+                    for name in sorted(layout.reseeded)]

@@ -37,12 +37,13 @@ This module is free of Spark: the analyzer, the Airflow gate and the Spark job s
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
 from stategate.analyzer.aggregates import AGGREGATES, FIELDS, Field, Pool, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Aggregate, JobModel, WindowAggregate
+from stategate.analyzer.reseed import reseedable
 from stategate.analyzer.value_types import Family, exact_scale, family, is_integer
 
 #: Layout names as recorded beside the state. v1 stored one state row per aggregate (unpivoted);
@@ -116,7 +117,11 @@ GENERIC = Shape()
 
 
 class NoRoom(ValueError):
-    """A change needs more free slots than the recorded layout has."""
+    """A change needs more free slots than the recorded layout has (in ``pipeline``, where known)."""
+
+    def __init__(self, message: str, pipeline: str | None = None) -> None:
+        super().__init__(message)
+        self.pipeline = pipeline
 
 
 @dataclass(frozen=True)
@@ -197,11 +202,17 @@ class Slots:
 
 @dataclass(frozen=True)
 class StageLayout:
-    """The buffer of one window aggregation (a cascade has one per window): the slots of each pool."""
+    """The buffer of one window aggregation (a cascade has one per window): the slots of each pool.
+
+    :param seeded: the state was carried from an older checkpoint into this layout (re-seeded,
+        :mod:`analyzer.reseed`): its fields are filled by the functions that merge them, so that the
+        carried state and input rows meet in one aggregation. Fixed for the checkpoint's life.
+    """
 
     plain: Slots
     text: Slots
     distinct: Slots
+    seeded: bool = False
 
     def pool(self, pool: Pool) -> Slots:
         return {Pool.PLAIN: self.plain, Pool.TEXT: self.text, Pool.DISTINCT: self.distinct}[pool]
@@ -215,19 +226,32 @@ class StageLayout:
         raise KeyError(identity)
 
     def to_dict(self) -> dict[str, Any]:
-        return {pool.value: self.pool(pool).to_dict() for pool in Pool}
+        return {**{pool.value: self.pool(pool).to_dict() for pool in Pool}, **({SEEDED: True} if self.seeded else {})}
+
+    @classmethod
+    def of(cls, pools: Mapping[Pool, Slots], seeded: bool = False) -> StageLayout:
+        return cls(pools[Pool.PLAIN], pools[Pool.TEXT], pools[Pool.DISTINCT], seeded)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageLayout:
-        return cls(*(Slots.from_dict(data[pool.value]) for pool in Pool))
+        return cls.of({pool: Slots.from_dict(data[pool.value]) for pool in Pool}, bool(data.get(SEEDED, False)))
+
+
+#: The key of a re-seeded stage in a recorded layout.
+SEEDED = "seeded"
 
 
 @dataclass(frozen=True)
 class JobLayout:
-    """Every pipeline's stage layouts, in the order of ``Pipeline.stages``."""
+    """Every pipeline's stage layouts, in the order of ``Pipeline.stages``.
+
+    :param reseeded: the pipelines whose deployed state a restart carries into a new layout (their
+        aggregates did not fit the deployed one): planned for this restart, not recorded
+    """
 
     pipelines: Mapping[str, tuple[StageLayout, ...]] = field(default_factory=dict)
     name: str = LAYOUT
+    reseeded: frozenset[str] = frozenset()
 
     @classmethod
     def from_signature(cls, signature: Mapping[str, Any]) -> JobLayout:
@@ -244,8 +268,12 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
          watermarks: Mapping[str, int | None] | None = None) -> JobLayout:
     """The layout ``model`` runs with: fresh widths where nothing is deployed, else the deployed
     assignment evolved to the new aggregates. ``watermarks`` (per pipeline, from the checkpoint)
-    decides which retired slots are free; unknown means none. Raises :class:`NoRoom`."""
+    decides which retired slots are free; unknown means none. A pipeline whose aggregates do not
+    fit gets a fresh, re-seeded layout where its state can be re-seeded (``JobLayout.reseeded``,
+    :mod:`analyzer.reseed`); any other raises :class:`NoRoom`."""
     pipelines: dict[str, tuple[StageLayout, ...]] = {}
+    reseed = reseedable(model)
+    reseeded = set()
     for pipeline in model.pipelines:
         chain = pipeline.stages()
         if not chain:
@@ -260,12 +288,16 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
             until = _retire_until(model, stage, watermark)
             pooled = _pooled(model, stage)
             try:
-                stages.append(StageLayout(*(layout.pool(pool).evolve(pooled[pool], watermark, until, pool)
-                                            for pool in Pool)))
+                stages.append(StageLayout.of({pool: layout.pool(pool).evolve(pooled[pool], watermark, until, pool)
+                                              for pool in Pool}, layout.seeded))
             except NoRoom as error:
-                raise NoRoom(f"pipeline {pipeline.name}: {error}") from None
+                if pipeline.name not in reseed:
+                    raise NoRoom(f"pipeline {pipeline.name}: {error}", pipeline.name) from None
+                reseeded.add(pipeline.name)
+                stages = [replace(_fresh(model, stage), seeded=True) for stage in chain]
+                break
         pipelines[pipeline.name] = tuple(stages)
-    return JobLayout(pipelines)
+    return JobLayout(pipelines, reseeded=frozenset(reseeded))
 
 
 def argument_family(model: JobModel, aggregate: Aggregate) -> Family | None:
@@ -327,13 +359,13 @@ def _pooled(model: JobModel, stage: WindowAggregate) -> dict[Pool, dict[str, Sha
 
 def _fresh(model: JobModel, stage: WindowAggregate) -> StageLayout:
     pooled = _pooled(model, stage)
-    pools = []
+    pools = {}
     for pool in Pool:
         shaped = list(pooled[pool].values())
         headroom = HEADROOM if shaped or pool is Pool.PLAIN else 0
-        width = _setting(model, WIDTH_SETTINGS[pool], len(shaped) + headroom)
-        pools.append(Slots(tuple((shaped + [GENERIC] * width)[:width])).evolve(pooled[pool], None, None, pool))
-    return StageLayout(*pools)
+        width = max(len(shaped), _setting(model, WIDTH_SETTINGS[pool], len(shaped) + headroom))
+        pools[pool] = Slots(tuple((shaped + [GENERIC] * width)[:width])).evolve(pooled[pool], None, None, pool)
+    return StageLayout.of(pools)
 
 
 def _setting(model: JobModel, key: str, default: int) -> int:

@@ -126,6 +126,10 @@ class Column:
     computed: Resolved | None = None
 
 
+#: The connectors a table may name (``'connector' = ...``) that the engine runs.
+FILESYSTEM, PRINT, KAFKA = "filesystem", "print", "kafka"
+
+
 @dataclass(frozen=True)
 class Table:
     name: str

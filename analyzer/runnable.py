@@ -31,14 +31,13 @@ from sqlglot import exp
 from stategate.analyzer.aggregates import AGGREGATES
 from stategate.analyzer.dialect import Flink
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.model import (Aggregate, IntervalJoin, JobModel, Pipeline, Table, TimeKind, Window,
-                                      WindowAggregate, WindowJoin, WindowOperator, sql_key)
+from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, IntervalJoin, JobModel, Pipeline, Table,
+                                      TimeKind, Window, WindowAggregate, WindowJoin, WindowOperator, sql_key)
 from stategate.analyzer.scope import time_attribute, window_field_of
 from stategate.analyzer.layout import argument_family
 from stategate.analyzer.value_types import Family, exact_scale
 from stategate.analyzer.windows import Session, SharedKind
 
-FILESYSTEM, PRINT, KAFKA = "filesystem", "print", "kafka"
 CONNECTORS = (FILESYSTEM, PRINT, KAFKA)
 FILE_FORMATS = ("csv", "json", "parquet")
 KAFKA_FORMATS = ("json", "csv")

@@ -6,11 +6,14 @@
     <checkpoint>/<query>/commits/<batch>      a committed micro-batch
     <checkpoint>/<query>/sources/<n>/<entry>  a file source's own log: the files it read, by entry
     <checkpoint>/<query>/state/               the state store (Spark's alone)
+    <checkpoint>/<query>/stategate-reseed/    a re-seeded query's carried state: its last source (``spark_jobs.reseed``)
     <checkpoint>/_stategate/job.sql           the SQL the state was built by
     <checkpoint>/_stategate/signature.json    the state it implies (``analyzer.signature``)
     <checkpoint>/_stategate/take-over.json    the archive a fresh checkpoint took over from
     <checkpoint>/_stategate/running.json      the application running on it (its driver's heartbeat)
     <checkpoint>/_stategate/stop.json         a request that it stop, from wherever it is asked
+    <checkpoint>/_stategate/reseed.json       a re-seed under way (then moved into its archive)
+    <checkpoint>/_stategate/reseeded/<when>/  the queries a re-seed replaced, read only, with their record
 
 One query per pipeline, in a directory named after it (:func:`query_dir`). Every reader of these
 files reads them here: the job through Hadoop (``spark_jobs.storage.HadoopStorage``), the Airflow
@@ -46,6 +49,9 @@ RECORD_DIR = "_stategate"
 #: archive a fresh checkpoint took over from; the application running on it, and a stop request.
 JOB_SQL, SIGNATURE, TAKE_OVER = "job.sql", "signature.json", "take-over.json"
 RUNNING, STOP = "running.json", "stop.json"
+#: A re-seed: its record while under way, where it archives the queries it replaces (in the
+#: record's directory), and the carried state in the new query's directory.
+RESEED_PENDING, RESEEDED, RESEED = "reseed.json", "reseeded", "stategate-reseed"
 #: Spark's logs in a query's checkpoint directory.
 OFFSETS, COMMITS, SOURCES, STATE = "offsets", "commits", "sources", "state"
 #: The version line of Spark's log files.
@@ -271,8 +277,11 @@ class QueryLog:
         return self.files.exists(f"{self.location}/{STATE}")
 
     def sources(self) -> list[str]:
-        """The directories of the query's source logs (a file source keeps one)."""
-        return self.files.list(f"{self.location}/{SOURCES}")
+        """The directories of the logs of the query's input sources (a file source keeps one): a
+        re-seeded query's last source is its carried state, not input."""
+        logs = sorted((p for p in self.files.list(f"{self.location}/{SOURCES}") if name_of(p).isdigit()),
+                      key=lambda p: int(name_of(p)))
+        return logs[:-1] if logs and self.files.exists(f"{self.location}/{RESEED}") else logs
 
     def source_files(self, source: str, up_to: int) -> dict[str, tuple[int, int]]:
         """Each file the source at ``source`` read up to its log entry ``up_to``: the entry that

@@ -45,6 +45,7 @@ from stategate.spark_jobs.cutover import Cutover
 from stategate.spark_jobs.expressions import to_column
 from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalizer, joined_stream
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
+from stategate.spark_jobs.reseed import read_carried
 from stategate.spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
 from stategate.spark_jobs.state import Slot
 from stategate.spark_jobs.takeover import source_filter
@@ -167,6 +168,9 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     carry = ["ts", *[c for c in projected.columns if c != "ts" and c not in keys]]
     keyed = state.explode_grouping_sets(projected, keys, sets, carry)
     slicer = slicer_for(_window(aggregate))
+    if layout.seeded:  # the input rows' contributions, and the state carried from the old checkpoint
+        keyed = keyed.select(*keys, "gs", "ts", *state.contributions(layout, slots))
+        keyed = keyed.unionByName(state.carried_rows(read_carried(spark, location), keys, keyed.schema))
     stream = keyed.groupBy(*keys, "gs", slicer.slice(F.col("ts")).alias("w")) \
         .agg(*state.accumulate(layout, slots, "ts"))
     assembler = WindowAssembler(slicer, slots, keys, location, slices) if isinstance(slicer, SharedSlices) else None

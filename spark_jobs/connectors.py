@@ -28,9 +28,8 @@ from typing import Callable, Mapping
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
-from stategate.analyzer.model import Table
-from stategate.analyzer.runnable import FILE_FORMATS, FILESYSTEM, KAFKA, KAFKA_FORMATS, connector, file_format, \
-    option, spark_type
+from stategate.analyzer.model import FILESYSTEM, KAFKA, Table
+from stategate.analyzer.runnable import FILE_FORMATS, KAFKA_FORMATS, connector, file_format, option, spark_type
 from stategate.spark_jobs import failpoints
 from stategate.spark_jobs.state import ARRIVAL
 from stategate.spark_jobs.storage import HadoopStorage

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Sequence
 
-from pyspark.sql import Column
+from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -116,6 +116,29 @@ def buffer_fields(layout: StageLayout) -> list[str]:
     return [column.name for column in _buffer(layout, {})]
 
 
+def stored_fields(state: DataFrame, layout: StageLayout) -> DataFrame:
+    """Rows of Spark's state store for a stage of ``layout`` (its state reader's ``key`` and
+    ``value``) as the stage's rows: keys, ``gs``, ``w`` and the buffer's fields by name.
+
+    Spark names a state row's columns after its aggregate functions' buffers (``count``, ``sum``,
+    ``isEmpty``, ``max``), in buffer order, so they are taken by position: a field is one column,
+    an exact sum two, the second saying the sum saw no value (its first is then 0, not NULL)."""
+    key = state.schema["key"].dataType.names  # type: ignore[attr-defined]
+    stored = state.schema["value"].dataType.names  # type: ignore[attr-defined]
+    keys = [F.col(f"key.`{name}`").alias(name) for name in key[:-2]]
+    columns = [*keys, F.col(f"key.`{key[-2]}`").alias("gs"), F.col(f"key.`{key[-1]}`").alias("w")]
+    position = 0
+    for field in _buffer(layout, {}):
+        value = state["value"].getField(stored[position])
+        if field.width == 2:  # Spark's sum of decimals and whether it is empty
+            value = F.when(~state["value"].getField(stored[position + 1]), value)
+        columns.append(value.alias(field.name))
+        position += field.width
+    if position != len(stored):
+        raise ValueError(f"the state holds {len(stored)} buffer columns where the recorded layout has {position}")
+    return state.select(*columns)
+
+
 def explode_grouping_sets(df, keys: Sequence[str], grouping_sets: Sequence[Sequence[int]] | None,
                           carry: Sequence[str]):
     """One row per (input row, grouping set): ``gs`` numbers the set, keys outside it are null."""
@@ -139,9 +162,62 @@ def accumulate(layout: StageLayout, slots: Sequence[Slot], ts: str) -> list[Colu
     use: the guard of an unused field never holds, and Spark then neither reads nor writes it.
     Each guard also carries the field's own tag (an event time no record has), because Spark
     plans equal aggregate expressions once: SUM and AVG of one column, or two free slots, would
-    share a field, and the buffer's schema would depend on the assignment."""
+    share a field, and the buffer's schema would depend on the assignment.
+
+    A re-seeded layout (``StageLayout.seeded``, :mod:`spark_jobs.reseed`) aggregates the rows'
+    contributions instead (:func:`contributions`): input rows and the state carried from the old
+    checkpoint meet in one aggregation, so each field is filled by the function that merges it (a
+    count is a sum of counts)."""
     tags = iter(range(1, 1 << 30))
-    return [_field(f, ts, next(tags)) for f in _buffer(layout, {(s.pool, s.index): s for s in slots})]
+    held = {(s.pool, s.index): s for s in slots}
+    if layout.seeded:
+        return [_merged_field(f, ts, next(tags)) for f in _buffer(layout, held)]
+    return [_field(f, ts, next(tags)) for f in _buffer(layout, held)]
+
+
+def contributions(layout: StageLayout, slots: Sequence[Slot]) -> list[Column]:
+    """What an input row adds to each field a re-seeded layout's aggregates hold (``_c<field>``):
+    the value its field's function takes, or NULL where the row does not count (the field's
+    FILTER); 1 to the row count. The carried state adds its own fields (:func:`carried_rows`)."""
+    held = [f for f in _buffer(layout, {(s.pool, s.index): s for s in slots}) if f.slot is not None]
+    columns = [F.lit(1).cast("long").alias(_contribution(ROWS))]
+    for field in held:
+        function, argument, guard = _input(field)
+        value = F.expr(f"CASE WHEN {guard} THEN {argument} END")
+        columns.append((value.cast("long") if function == "count" else value).alias(_contribution(field.name)))
+    return columns
+
+
+def carried_rows(carried: DataFrame, keys: Sequence[str], shape: T.StructType) -> DataFrame:
+    """The state carried into a re-seeded layout (one row per group, the buffer's fields by name,
+    ``w`` its slice) as rows of ``shape`` (the input rows' contributions): a row per group with its
+    counts, sums and extremes, and a row per value of each list or set it keeps, which the list's
+    own function gathers again. Its time is the slice's start, so it lands in its own slice."""
+    names = [c.name for c in shape.fields if c.name.startswith(_CONTRIBUTION)]
+    lists = {n for n in names if n.removeprefix(_CONTRIBUTION) in carried.columns
+             and isinstance(carried.schema[n.removeprefix(_CONTRIBUTION)].dataType, T.ArrayType)}
+    start = F.col("w.start").alias("ts")
+
+    def shaped(values: dict[str, Column]) -> list[Column]:
+        return [*[F.col(k) for k in keys], F.col("gs"), start,
+                *[values.get(n, F.lit(None)).cast(shape[n].dataType).alias(n) for n in names]]
+
+    scalars = {n: F.col(n.removeprefix(_CONTRIBUTION)) for n in names
+               if n not in lists and n.removeprefix(_CONTRIBUTION) in carried.columns}
+    rows = carried.select(*shaped(scalars))
+    for name in sorted(lists):
+        field = name.removeprefix(_CONTRIBUTION)
+        rows = rows.unionByName(carried.select(*[F.col(k) for k in keys], "gs", "w",
+                                               F.explode(field).alias(field)).select(*shaped({name: F.col(field)})))
+    return rows.select(*[k for k in keys], "gs", "ts", *names)
+
+
+#: The prefix of a contribution column (:func:`contributions`).
+_CONTRIBUTION = "_c"
+
+
+def _contribution(field: str) -> str:
+    return f"{_CONTRIBUTION}{field}"
 
 
 @dataclass(frozen=True)
@@ -153,6 +229,7 @@ class _Field:
     function: str
     sql_type: str
     slot: Slot | None
+    width: int = 1  # columns of Spark's buffer for it (``Field.buffer_width``)
 
 
 def slot_fields(slot: Slot) -> list[tuple[str, str]]:
@@ -171,21 +248,48 @@ def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_F
                 name = f"{field.stem}{i}"
                 scale = shape.kept_scale * (2 if field.squared else 1)
                 sql_type = f"decimal(38,{scale})" if field.sql_type == "decimal" else field.sql_type
-                fields.append(_Field(name, held.get(name, field.idle), sql_type, slot if name in held else None))
+                fields.append(_Field(name, held.get(name, field.idle), sql_type, slot if name in held else None,
+                                     field.buffer_width))
     return fields
 
 
 def _field(field: _Field, ts: str, tag: int) -> Column:
     """``function(value) FILTER (WHERE <the slot counts the row>)``; for an unused field a guard
     that never holds."""
-    never = f"TIMESTAMP '{(_NEVER + timedelta(microseconds=tag)).isoformat(sep=' ')}'"
-    slot = field.slot
     if field.name == ROWS:
         return F.count(F.lit(1)).alias(ROWS)
-    # COUNT's argument only says which rows count; a count of a null literal is folded to 0.
-    if slot is None:
-        argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
-        return F.expr(f"{field.function}({argument}) FILTER (WHERE `{ts}` = {never})").alias(field.name)
+    if field.slot is None:
+        return _idle(field, ts, tag)
+    function, argument, guard = _input(field)
+    return F.expr(f"{function}({argument}) FILTER (WHERE {guard} AND `{ts}` <> {_never(tag)})").alias(field.name)
+
+
+def _merged_field(field: _Field, ts: str, tag: int) -> Column:
+    """A re-seeded layout's field: the function that merges it, over the rows' contributions."""
+    if field.slot is None and field.name != ROWS:
+        return _idle(field, ts, tag)
+    function = "sum" if field.name == ROWS else _input(field)[0]
+    function = MERGE[field.function] if function == "count" else function
+    return F.expr(f"{function}(`{_contribution(field.name)}`) FILTER (WHERE `{ts}` <> {_never(tag)})") \
+        .alias(field.name)
+
+
+def _idle(field: _Field, ts: str, tag: int) -> Column:
+    """A field no aggregate holds: its guard never holds. COUNT's argument only says which rows
+    count; a count of a null literal is folded to 0."""
+    argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
+    return F.expr(f"{field.function}({argument}) FILTER (WHERE `{ts}` = {_never(tag)})").alias(field.name)
+
+
+def _never(tag: int) -> str:
+    """The event time of guard ``tag``: one no record has."""
+    return f"TIMESTAMP '{(_NEVER + timedelta(microseconds=tag)).isoformat(sep=' ')}'"
+
+
+def _input(field: _Field) -> tuple[str, str, str]:
+    """(Spark's aggregate function, its argument, the guard of a row it counts) of a held field, as SQL."""
+    slot = field.slot
+    assert slot is not None, "an idle field takes no input"
     value = f"unix_micros(CAST(`{slot.value}` AS TIMESTAMP))" if slot.family is Family.TIME else f"`{slot.value}`"
     function = field.function
     if function == "count":
@@ -199,7 +303,7 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
         argument = f"CAST(named_struct('o', `{ARRIVAL}`, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
     else:
         argument = f"CAST({value} AS {field.sql_type})"
-    return F.expr(f"{function}({argument}) FILTER (WHERE {_counted(slot)} AND `{ts}` <> {never})").alias(field.name)
+    return function, argument, _counted(slot)
 
 
 def _squared(value: str, slot: Slot) -> str:

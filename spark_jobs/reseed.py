@@ -1,0 +1,186 @@
+"""Re-seeding at start: a pipeline's state carried from its old checkpoint into a new layout.
+
+Where a change's aggregates do not fit the deployed state layout and the pipeline can be re-seeded
+(:mod:`analyzer.reseed`), the restart does not clear the state. Before any query starts, per
+pipeline:
+
+1. the old query's checkpoint moves, whole and read-only from then on, to
+   ``_stategate/reseeded/<when>/<query>`` (with the SQL and layout that built it beside, in that
+   directory's own ``_stategate/``): nothing is deleted or overwritten;
+2. its state at its last committed batch N (Spark's state data source, ``format("statestore")``)
+   becomes the carried state (``<query>/stategate-reseed``, :data:`checkpoint.RESEED`): every
+   open (key, window) group with the fields of each aggregate the new version keeps, renamed to
+   the slots of the new layout; an added aggregate has none, so it starts from zero;
+3. the new query starts on a new checkpoint at the same place: its first micro-batch merges the
+   carried state into its own aggregates (``StageLayout.seeded``, :func:`spark_jobs.state.carried_rows`);
+   its source counts as read every file the old query read up to N (its log's first entry, as a
+   take-over writes it), so it goes on from exactly there; its sink gets only windows ending after
+   the old query's watermark W, which the old one emitted (:class:`~spark_jobs.cutover.Cutover`
+   with nothing replayed, recorded as a take-over for every later start).
+
+A kill at any moment is safe: the job writes what it is about to do (``_stategate/reseed.json``)
+before it moves anything, every step is skipped where it is done, and the next start with the
+same SQL finishes it (another SQL is refused until it is). The record moves into the archive once
+the new version's record is written.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+
+from stategate.analyzer import JobModel
+from stategate.analyzer.aggregates import Pool
+from stategate.analyzer.layout import JobLayout, StageLayout
+from stategate.analyzer.signature import state_signature
+from stategate.spark_jobs.checkpoint import (JOB_SQL, RESEED, RESEEDED, RESEED_PENDING, SIGNATURE, Checkpoint,
+                                             WritableCheckpoint, query_dir)
+from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, cutovers
+from stategate.spark_jobs.lifecycle import sql_digest
+from stategate.spark_jobs.state import ROWS, stored_fields
+from stategate.spark_jobs.storage import HadoopStorage
+
+log = logging.getLogger("stategate.reseed")
+
+#: Characters Spark's state data source escapes twice in a path it is given (as its offline
+#: repartition does, :mod:`spark_jobs.rescale`): it finds no checkpoint at a path with one.
+_UNREADABLE = re.compile(r"[#% ?]")
+
+
+class ReseedRefused(RuntimeError):
+    """A re-seed cannot start, or one under way belongs to another version; nothing was changed."""
+
+
+@dataclass(frozen=True)
+class Reseed:
+    """A re-seed as recorded before anything moves.
+
+    :param sql_digest: the version it re-seeds into (:func:`lifecycle.sql_digest`)
+    :param archive: where the old queries' checkpoints go, a checkpoint of its own
+    :param signature: the new version's state signature: the layout it re-seeds into
+    """
+
+    sql_digest: str
+    archive: str
+    signature: dict[str, Any]
+
+    @property
+    def layout(self) -> JobLayout:
+        """The layout the new version runs with, its re-seeded pipelines marked."""
+        return JobLayout(JobLayout.from_signature(self.signature).pipelines,
+                         reseeded=frozenset(self.signature[_RESEEDED]))
+
+    def to_json(self) -> str:
+        return json.dumps({"sql_digest": self.sql_digest, "archive": self.archive, "signature": self.signature},
+                          indent=2)
+
+    @classmethod
+    def pending(cls, checkpoint: Checkpoint) -> Reseed | None:
+        """The re-seed a job started on ``checkpoint`` and did not finish; None if there is none."""
+        path = checkpoint.record_path(RESEED_PENDING)
+        if not checkpoint.files.exists(path):
+            return None
+        data = json.loads(checkpoint.files.read_text(path))
+        return cls(data["sql_digest"], data["archive"], data["signature"])
+
+
+#: In a re-seed's signature: the pipelines it re-seeds.
+_RESEEDED = "reseeded"
+
+
+def begin(checkpoint: WritableCheckpoint, sql: str, model: JobModel, layout: JobLayout) -> Reseed:
+    """Record the re-seed of ``layout.reseeded`` before anything moves. Refused (nothing written)
+    where Spark's state reader cannot open the archive's path."""
+    when = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
+    archive = checkpoint.record_path(f"{RESEEDED}/{when}")
+    for name in sorted(layout.reseeded):
+        if _UNREADABLE.search(query_dir(archive, name)):
+            raise ReseedRefused(
+                f"cannot re-seed {name}: Spark's state reader finds no checkpoint at a path with any of "
+                f"{_UNREADABLE.pattern[1:-1]} in it ({query_dir(archive, name)}); nothing was changed. Name the "
+                "pipeline's sink and the checkpoint without them, or clear the state")
+    reseed = Reseed(sql_digest(sql), archive,
+                    {**state_signature(model, layout), _RESEEDED: sorted(layout.reseeded)})
+    checkpoint.files.write_text(checkpoint.record_path(RESEED_PENDING), reseed.to_json())
+    return reseed
+
+
+def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, reseed: Reseed) -> dict[str, Cutover]:
+    """Carry out ``reseed`` (each step skipped where it is done): the old queries archived, their
+    state carried into the new layout; each re-seeded pipeline's cutover, by name."""
+    files = checkpoint.files
+    archive = Checkpoint(files, reseed.archive)
+    if not files.exists(archive.record_path(JOB_SQL)):  # the record still describes the old state
+        files.mkdirs(archive.record_path())
+        for name in (SIGNATURE, JOB_SQL):
+            files.write_text(archive.record_path(name), files.read_text(checkpoint.record_path(name)))
+    old = JobLayout.from_signature(archive.signature() or {})
+    layout = reseed.layout
+    storage = HadoopStorage(spark)
+    for name in sorted(layout.reseeded):
+        location, archived = query_dir(checkpoint.uri, name), query_dir(reseed.archive, name)
+        if not files.exists(archived):
+            storage.replace(location, archived)
+            log.info("re-seed: %s moved to %s, read only from now on", location, archived)
+        seed = f"{location}/{RESEED}"
+        if not files.exists(seed):
+            batch = archive.query(name).committed()[-1]
+            carried = carried_state(spark, archived, batch, old.pipelines[name][0], layout.pipelines[name][0])
+            staged = f"{seed}.staged"
+            carried.write.mode("overwrite").parquet(staged)
+            storage.replace(staged, seed)
+            log.info("re-seed: %s: %d open (key, window) groups of micro-batch %d carried into the new layout",
+                     name, spark.read.parquet(seed).count(), batch)
+    taken = cutovers(files, reseed.archive, model, NONE)
+    return {name: taken[name] for name in layout.reseeded}
+
+
+def finish(checkpoint: WritableCheckpoint, reseed: Reseed, taken: dict[str, Cutover]) -> None:
+    """After the new version's record is written: every later start applies the re-seeded
+    pipelines' cutovers (with any a take-over recorded), and the re-seed's record moves into its
+    archive."""
+    recorded = TakeOver.recorded(checkpoint)
+    if recorded is None:
+        recorded = TakeOver(reseed.archive, NONE, {})
+    checkpoint.record_take_over(TakeOver(recorded.archived, recorded.replay, {**recorded.cutovers, **taken}).to_dict())
+    pending = checkpoint.record_path(RESEED_PENDING)
+    checkpoint.files.write_text(Checkpoint(checkpoint.files, reseed.archive).record_path(RESEED_PENDING),
+                                checkpoint.files.read_text(pending))
+    checkpoint.files.delete(pending)
+
+
+def carried_state(spark: SparkSession, location: str, batch: int, old: StageLayout, new: StageLayout) -> DataFrame:
+    """The state of the query at ``location`` after ``batch``, one row per open (key, window) group:
+    its keys, its row count and, renamed to the new layout's slots, the fields of every aggregate
+    both layouts hold (by identity). An aggregate only the new layout holds has no field: it starts
+    from zero."""
+    stored = stored_fields(spark.read.format("statestore").option("batchId", batch).load(location), old)
+    kept = []
+    for pool in Pool:
+        before = dict(old.pool(pool).assigned)
+        for identity, slot in new.pool(pool).assigned:
+            if identity not in before:
+                continue
+            for field in new.pool(pool).shapes[slot].fields(pool):
+                name = f"{field.stem}{before[identity]}"
+                if name in stored.columns:
+                    kept.append(F.col(name).alias(f"{field.stem}{slot}"))
+    keys = stored.columns[:stored.columns.index("gs")]
+    return stored.select(*keys, "gs", "w", ROWS, *kept)
+
+
+def read_carried(spark: SparkSession, location: str) -> DataFrame:
+    """The carried state of the re-seeded query at ``location``, as a stream: the query's last
+    source, read whole by its first micro-batch and never again (its files never change)."""
+    path = f"{location}/{RESEED}"
+    if not HadoopStorage(spark).exists(path):
+        raise ReseedRefused(f"{location} was re-seeded, but its carried state {path} is gone: the query cannot "
+                            "restart without it. Restore it from a copy of the checkpoint, or clear the state")
+    return spark.readStream.schema(spark.read.parquet(path).schema).parquet(path)

@@ -57,6 +57,8 @@ WIDTH_SETTINGS: Mapping[Pool, str] = {Pool.PLAIN: "stategate.state.slots", Pool.
 SLOTS_SETTING = WIDTH_SETTINGS[Pool.PLAIN]
 #: Generic slots at the first deploy, beside the shaped ones; text and distinct pools get the same
 #: headroom when the query has any. A generic plain slot is 4 buffer fields, a shaped one 1 or 2.
+#: A pipeline whose state can be re-seeded (:mod:`analyzer.reseed`) gets none: a change that does
+#: not fit re-seeds instead, so no row pays for a redeploy that may never come.
 HEADROOM = 2
 #: The scale exact values are kept at in generic slots, and in shaped ones whose argument's scale
 #: is not certain (or that were recorded before shapes carried a scale).
@@ -279,8 +281,9 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
         if not chain:
             continue
         old = deployed.pipelines.get(pipeline.name) if deployed else None
+        headroom = 0 if pipeline.name in reseed else HEADROOM
         if old is None or len(old) != len(chain):
-            pipelines[pipeline.name] = tuple(_fresh(model, stage) for stage in chain)
+            pipelines[pipeline.name] = tuple(_fresh(model, stage, headroom) for stage in chain)
             continue
         watermark = (watermarks or {}).get(pipeline.name)
         stages = []
@@ -294,7 +297,7 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
                 if pipeline.name not in reseed:
                     raise NoRoom(f"pipeline {pipeline.name}: {error}", pipeline.name) from None
                 reseeded.add(pipeline.name)
-                stages = [replace(_fresh(model, stage), seeded=True) for stage in chain]
+                stages = [replace(_fresh(model, stage, headroom), seeded=True) for stage in chain]
                 break
         pipelines[pipeline.name] = tuple(stages)
     return JobLayout(pipelines, reseeded=frozenset(reseeded))
@@ -357,13 +360,13 @@ def _pooled(model: JobModel, stage: WindowAggregate) -> dict[Pool, dict[str, Sha
     return pooled
 
 
-def _fresh(model: JobModel, stage: WindowAggregate) -> StageLayout:
+def _fresh(model: JobModel, stage: WindowAggregate, headroom: int) -> StageLayout:
     pooled = _pooled(model, stage)
     pools = {}
     for pool in Pool:
         shaped = list(pooled[pool].values())
-        headroom = HEADROOM if shaped or pool is Pool.PLAIN else 0
-        width = max(len(shaped), _setting(model, WIDTH_SETTINGS[pool], len(shaped) + headroom))
+        spare = headroom if shaped or pool is Pool.PLAIN else 0
+        width = max(len(shaped), _setting(model, WIDTH_SETTINGS[pool], len(shaped) + spare))
         pools[pool] = Slots(tuple((shaped + [GENERIC] * width)[:width])).evolve(pooled[pool], None, None, pool)
     return StageLayout.of(pools)
 

@@ -157,7 +157,8 @@ def cutovers(storage: CheckpointFiles, archived: str, model: JobModel, policy: s
         before = continued(old, model, pipeline)
         if before is None:
             continue
-        found[pipeline.name] = _plan(storage, archived, model, pipeline, _delay(old, before), policy,
+        found[pipeline.name] = _plan(storage, Checkpoint(storage, archived).query(pipeline.name), model, pipeline,
+                                     _delay(old, before), policy,
                                      _same_source(old, model, before, pipeline))[0]
     return found
 
@@ -195,7 +196,8 @@ def volumes(storage: CheckpointFiles, checkpoint: str, model: JobModel) -> dict[
         if before is None or (pipeline.join is None and not _same_source(old, model, before, pipeline)):
             continue  # the old version read none of what this one reads: nothing to count
         try:
-            cut, files = _plan(storage, checkpoint, model, pipeline, _delay(old, before))
+            cut, files = _plan(storage, Checkpoint(storage, checkpoint).query(pipeline.name), model, pipeline,
+                               _delay(old, before))
         except TakeOverRefused as error:
             found[pipeline.name] = ReplayVolume(refused=str(error))
             continue
@@ -240,14 +242,23 @@ def _delay(model: JobModel, pipeline: Pipeline) -> int:
     return (table.watermark_delay_ms or 0) if table is not None else 0
 
 
-def _plan(storage: CheckpointFiles, archived: str, model: JobModel, pipeline: Pipeline, old_delay_ms: int,
+def carried_cutover(storage: CheckpointFiles, query: QueryLog, old: JobModel, model: JobModel,
+                    pipeline: Pipeline) -> Cutover:
+    """The cutover of a re-seeded pipeline (:mod:`spark_jobs.reseed`) from its old ``query``, built
+    by ``old``: its state is carried, so nothing the old query read is read again, and only windows
+    ending after its watermark are emitted."""
+    before = continued(old, model, pipeline)
+    assert before is not None, "a re-seeded pipeline continues the old version's"
+    return _plan(storage, query, model, pipeline, _delay(old, before), NONE)[0]
+
+
+def _plan(storage: CheckpointFiles, query: QueryLog, model: JobModel, pipeline: Pipeline, old_delay_ms: int,
           policy: str = BOUNDED, same_source: bool = True) -> tuple[Cutover, dict[str, tuple[int, int]]]:
-    """The cutover of ``pipeline`` from its query in the archived checkpoint ``archived`` (read
-    only), and every file the old version read (by the entry of its source's log).
+    """The cutover of ``pipeline`` from its ``query`` in an archived checkpoint (read only), and
+    every file the old version read (by the entry of its source's log).
     ``old_delay_ms`` is the watermark delay the old version ran with: it bounds its files. Without
     ``same_source`` the old version never read the pipeline's source: it is read from its startup
     mode, and only the seam (windows ending after W) is taken over."""
-    query = Checkpoint(storage, archived).query(pipeline.name)
     location = query.location
     batches = query.committed()
     if not batches:

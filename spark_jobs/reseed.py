@@ -37,12 +37,14 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
 from stategate.analyzer import JobModel
+from stategate.analyzer.build import build
 from stategate.analyzer.aggregates import Pool
 from stategate.analyzer.layout import JobLayout, StageLayout
 from stategate.analyzer.signature import state_signature
 from stategate.spark_jobs.checkpoint import (JOB_SQL, RESEED, RESEEDED, RESEED_PENDING, SIGNATURE, Checkpoint,
-                                             WritableCheckpoint, query_dir)
-from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, cutovers
+                                             QueryLog, WritableCheckpoint, query_dir, query_dir_name)
+from stategate.spark_jobs import failpoints
+from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
 from stategate.spark_jobs.lifecycle import sql_digest
 from stategate.spark_jobs.state import ROWS, stored_fields
 from stategate.spark_jobs.storage import HadoopStorage
@@ -101,11 +103,11 @@ def begin(checkpoint: WritableCheckpoint, sql: str, model: JobModel, layout: Job
     when = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     archive = checkpoint.record_path(f"{RESEEDED}/{when}")
     for name in sorted(layout.reseeded):
-        if _UNREADABLE.search(query_dir(archive, name)):
+        if _UNREADABLE.search(archived_query(archive, name)):
             raise ReseedRefused(
                 f"cannot re-seed {name}: Spark's state reader finds no checkpoint at a path with any of "
-                f"{_UNREADABLE.pattern[1:-1]} in it ({query_dir(archive, name)}); nothing was changed. Name the "
-                "pipeline's sink and the checkpoint without them, or clear the state")
+                f"{_UNREADABLE.pattern[1:-1]} in it ({archived_query(archive, name)}); nothing was changed. Move the "
+                "checkpoint to a path without them, or clear the state")
     reseed = Reseed(sql_digest(sql), archive,
                     {**state_signature(model, layout), _RESEEDED: sorted(layout.reseeded)})
     checkpoint.files.write_text(checkpoint.record_path(RESEED_PENDING), reseed.to_json())
@@ -125,21 +127,30 @@ def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, 
     layout = reseed.layout
     storage = HadoopStorage(spark)
     for name in sorted(layout.reseeded):
-        location, archived = query_dir(checkpoint.uri, name), query_dir(reseed.archive, name)
+        location, archived = query_dir(checkpoint.uri, name), archived_query(reseed.archive, name)
         if not files.exists(archived):
             storage.replace(location, archived)
             log.info("re-seed: %s moved to %s, read only from now on", location, archived)
+            failpoints.reach("reseed.moved")
         seed = f"{location}/{RESEED}"
         if not files.exists(seed):
-            batch = archive.query(name).committed()[-1]
+            batch = QueryLog(files, archived).committed()[-1]
             carried = carried_state(spark, archived, batch, old.pipelines[name][0], layout.pipelines[name][0])
             staged = f"{seed}.staged"
             carried.write.mode("overwrite").parquet(staged)
             storage.replace(staged, seed)
             log.info("re-seed: %s: %d open (key, window) groups of micro-batch %d carried into the new layout",
                      name, spark.read.parquet(seed).count(), batch)
-    taken = cutovers(files, reseed.archive, model, NONE)
-    return {name: taken[name] for name in layout.reseeded}
+            failpoints.reach("reseed.carried")
+    before = build(files.read_text(archive.record_path(JOB_SQL)), source=archive.record_path(JOB_SQL))
+    return {name: carried_cutover(files, QueryLog(files, archived_query(reseed.archive, name)), before, model,
+                                  model.pipeline_named[name]) for name in layout.reseeded}
+
+
+def archived_query(archive: str, pipeline: str) -> str:
+    """Where a re-seed archives the query of ``pipeline``: named without the characters Spark's
+    state reader cannot open (a bare SELECT's query is ``select#1``)."""
+    return f"{archive}/{_UNREADABLE.sub('_', query_dir_name(pipeline))}"
 
 
 def finish(checkpoint: WritableCheckpoint, reseed: Reseed, taken: dict[str, Cutover]) -> None:

@@ -17,9 +17,12 @@ DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRIN
        "  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem');\n")
 
 
-def job(aggregates: str, settings: str = "") -> str:
+def job(aggregates: str, settings: str = "", window: str = "HOP") -> str:
+    """A job with ``aggregates``; over HOP windows, whose state is not re-seeded, so its layout
+    keeps headroom (TUMBLE windows over files re-seed instead: :mod:`analyzer.reseed`)."""
+    arguments = "INTERVAL '5' MINUTES, INTERVAL '10' MINUTES" if window == "HOP" else "INTERVAL '10' MINUTES"
     return (settings + DDL + f"SELECT item, window_start, {aggregates}\n"
-            "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
+            f"FROM TABLE({window}(TABLE Bid, DESCRIPTOR(bidtime), {arguments}))\n"
             "GROUP BY item, window_start, window_end;")
 
 
@@ -223,3 +226,39 @@ def test_arrival_ordered_aggregates_take_text_slots_of_their_own_shape() -> None
     assert "none of them fits LAST_VALUE(Bid.price)" in added.to_text()
     assert "(STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP, FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG, COLLECT, JSON_ARRAYAGG)" in added.to_text()
     assert judged(old, job("SUM(price), LISTAGG(item, ';'), MAX(item)"), signature).verdict is Verdict.PARTIAL
+
+
+def test_a_tumble_job_over_files_leaves_no_headroom_and_re_seeds_what_does_not_fit() -> None:
+    """Its state can be carried into a new layout (:mod:`analyzer.reseed`), so no state row pays
+    for slots a later aggregate might take: an added aggregate re-seeds, PARTIAL as the rules say."""
+    old, new = job("SUM(price)", window="TUMBLE"), job("SUM(price), MAX(price), COUNT(*)", window="TUMBLE")
+    signature = deployed(old)
+    stage = signature["pipelines"]["select#1"]["stages"][0]["slots"]
+    assert stage["plain"]["shapes"] == ["SUM:m2"] and "seeded" not in stage
+    judgement = judge(build(new), Deployed(build(old), signature))
+    assert judgement.report is not None and judgement.report.verdict is Verdict.PARTIAL
+    assert [f.rule for f in judgement.report.findings if f.rule.startswith("stategate.layout")] == \
+        ["stategate.layout.reseed"]
+    assert judgement.layout is not None and judgement.layout.reseeded == {"select#1"}
+    seeded = state_signature(build(new), judgement.layout)["pipelines"]["select#1"]["stages"][0]["slots"]
+    assert seeded["seeded"] is True and seeded["plain"]["assigned"] == \
+        {"SUM(Bid.price)": 0, "MAX(Bid.price)": 1, "COUNT(*)": 2}
+    # A change that fits the re-seeded layout restarts on it, as it is.
+    again = judge(build(new), Deployed(build(new), state_signature(build(new), judgement.layout)))
+    assert again.layout is not None and not again.layout.reseeded and again.layout.pipelines["select#1"][0].seeded
+
+
+@pytest.mark.parametrize(("aggregates", "window", "why"), [
+    ("SUM(price)", "HOP", "HOP windows keep state beside Spark's state store"),
+    ("COUNT(DISTINCT item)", "TUMBLE", "serialized in its state"),
+])
+def test_what_cannot_be_re_seeded_keeps_its_headroom_and_says_why_a_change_does_not_fit(
+        aggregates: str, window: str, why: str) -> None:
+    old = job(aggregates, "SET 'stategate.state.slots' = '1';\n", window)
+    new = job(f"{aggregates}, MAX(price), MIN(price)", "SET 'stategate.state.slots' = '1';\n", window)
+    assert len(deployed(job(aggregates, window=window))["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
+               ["shapes"]) > 1, "generic headroom slots"
+    report = judged(old, new, deployed(old))
+    assert report.verdict is Verdict.INCOMPATIBLE
+    [finding] = [f for f in report.findings if f.rule == "stategate.layout.no-room"]
+    assert "its state cannot be re-seeded: " in finding.message and why in finding.message

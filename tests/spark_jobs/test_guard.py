@@ -118,14 +118,19 @@ def test_a_slot_that_would_round_its_argument_stops_the_job_before_it_starts(spa
     assert snapshot(checkpoint) == before
 
 
-def test_a_restart_that_does_not_fit_the_slots_is_refused(spark, tmp_path) -> None:
+def test_a_restart_that_does_not_fit_the_slots_and_cannot_re_seed_is_refused(spark, tmp_path) -> None:
+    """HOP windows keep closed slices beside Spark's state, which a re-seed does not carry."""
     source = seed_bids(tmp_path)
     checkpoint = tmp_path / "checkpoint"
     narrow = "SET 'stategate.state.slots' = '1';\n"
-    collect(spark, narrow + bid_ddl(source) + V1, checkpoint)
+    hop = V1.replace("TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)",
+                     "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)")
+    assert hop != V1
+    collect(spark, narrow + bid_ddl(source) + hop, checkpoint)
     before = snapshot(checkpoint)
-    wider = V1.replace("SUM(price) AS s", "SUM(price) AS s, MAX(price) AS m")
-    with pytest.raises(CheckpointRefused, match="stategate.layout.no-room.*only 0 of 1 plain slots are free"):
+    wider = hop.replace("SUM(price) AS s", "SUM(price) AS s, MAX(price) AS m")
+    with pytest.raises(CheckpointRefused, match="stategate.layout.no-room.*only 0 of 1 plain slots are free.*"
+                                                "cannot be re-seeded: HOP windows"):
         collect(spark, narrow + bid_ddl(source) + wider, checkpoint)
     assert snapshot(checkpoint) == before
 

@@ -1,0 +1,121 @@
+"""Re-seeding on real checkpoints: a TUMBLE job over files gets aggregates that do not fit its state
+layout; the restart carries its open windows into a new layout instead of clearing the state.
+
+The sink must hold what the PARTIAL verdict promises: kept aggregates equal to an uninterrupted run
+of the new version, added ones counting exactly the rows that arrived after the restart, every
+window once. The old query's checkpoint is kept, unchanged, in the checkpoint's record.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from stategate.analyzer import Verdict
+from stategate.spark_jobs.checkpoint import RECORD_DIR, RESEED_PENDING, RESEEDED
+from stategate.spark_jobs.guard import CheckpointRefused
+from stategate.spark_jobs.job import run
+from tests.spark_jobs.crashes import CrashingJob
+from tests.spark_jobs.test_take_over import write_files
+
+DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price BIGINT, item STRING, "
+       "WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', "
+       "'path' = '{path}', 'format' = 'csv', 'spark.maxFilesPerTrigger' = '1');\n"
+       "CREATE TABLE S (item STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), {columns}) "
+       "WITH ({sink});\n")
+WINDOW = "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '20' MINUTES)) GROUP BY item, window_start, window_end;"
+V1 = "INSERT INTO S SELECT item, window_start, window_end, SUM(price) AS total " + WINDOW
+V2 = "INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, SUM(price) AS total, MAX(price) AS top " + WINDOW
+ROCKSDB = "SET 'state.backend.type' = 'rocksdb';\n"
+
+
+def script(source: Path, version: str, sink: str = "'connector' = 'print'", settings: str = "") -> str:
+    """The job: its bids at ``source``, its sink's columns in ``version``'s order."""
+    columns = "n BIGINT, total BIGINT, top BIGINT" if version == V2 else "total BIGINT"
+    return settings + DDL.format(path=source, columns=columns, sink=sink) + version
+
+
+def collected(spark, sql: str, checkpoint: Path) -> tuple[list[tuple], object]:
+    rows: list = []
+    result = run(spark, sql, checkpoint, writers={"S": lambda df, _: rows.extend(df.collect())})
+    return sorted(tuple(str(v) for v in row) for row in rows), result
+
+
+def snapshot(directory: Path) -> dict[str, bytes]:
+    return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
+
+
+@pytest.mark.parametrize("settings", ["", ROCKSDB], ids=["hdfs", "rocksdb"])
+def test_an_added_aggregate_that_does_not_fit_re_seeds_and_keeps_the_partial_promise(spark, tmp_path, settings) -> None:
+    source, checkpoint = tmp_path / "bids", tmp_path / "checkpoint"
+    write_files(source, 0, 3)  # 00:00-00:30: the window 00:20-00:40 is open at the restart
+    before, _ = collected(spark, script(source, V1, settings=settings), checkpoint)
+    assert {r[1] for r in before} == {"2026-01-01 00:00:00"}
+    old_query = snapshot(checkpoint / "S")
+    write_files(source, 3, 4)  # 00:30-01:10
+    after, result = collected(spark, script(source, V2, settings=settings), checkpoint)
+
+    report = result.report
+    assert report is not None and report.verdict is Verdict.PARTIAL
+    assert "stategate.layout.reseed" in {f.rule for f in report.findings}
+    [archived] = (checkpoint / RECORD_DIR / RESEEDED).iterdir()
+    assert snapshot(archived / "S") == old_query, "the old query is archived whole and unchanged"
+    assert not (checkpoint / RECORD_DIR / RESEED_PENDING).exists()
+
+    whole, since = tmp_path / "whole", tmp_path / "since-restart"
+    write_files(whole, 0, 7)
+    write_files(since, 3, 4)
+    uninterrupted, _ = collected(spark, script(whole, V2, settings=settings), tmp_path / "ck-whole")
+    fresh, _ = collected(spark, script(since, V2, settings=settings), tmp_path / "ck-since")
+    # (item, start, end, n, total, top): the total goes on from the state, COUNT and MAX count the
+    # rows read since the restart; windows the old version emitted are not emitted again.
+    added = {r[:3]: r[3:6:2] for r in fresh}
+    expected = [(*r[:3], added[r[:3]][0], r[4], added[r[:3]][1]) for r in uninterrupted
+                if r[1] != "2026-01-01 00:00:00"]
+    assert after == expected and len(after) == 6
+    assert any(r[3] != u[3] for r, u in zip(after, [u for u in uninterrupted if u[1] != "2026-01-01 00:00:00"])), \
+        "the window open at the restart counts only the rows since"
+
+    # The re-seeded checkpoint restarts as any other: FULL, on its own layout, nothing re-seeded again.
+    write_files(source, 7, 2)
+    write_files(whole, 7, 2)
+    again, result = collected(spark, script(source, V2, settings=settings), checkpoint)
+    assert result.report is not None and result.report.verdict is Verdict.FULL
+    assert len(list((checkpoint / RECORD_DIR / RESEEDED).iterdir())) == 1
+    uninterrupted, _ = collected(spark, script(whole, V2, settings=settings), tmp_path / "ck-whole")
+    assert again and again == [r for r in uninterrupted if r[1] >= "2026-01-01 01:00:00"]
+
+
+def test_a_re_seed_killed_at_any_step_finishes_into_the_same_rows(spark, tmp_path) -> None:
+    """Killed after the old query moved, then after the carried state was written, the re-seed is
+    finished by the same command; another version is refused while it is under way."""
+
+    def rows(root: Path) -> Counter:
+        found: Counter = Counter()
+        for part in (root / "out" / "S").glob("part-*.csv"):
+            with part.open(newline="") as handle:
+                found.update(tuple(row) for row in csv.reader(handle))
+        return found
+
+    def deploy(root: Path) -> str:
+        sink = f"'connector' = 'filesystem', 'path' = '{root}/out/S', 'format' = 'csv'"
+        root.mkdir()
+        write_files(root / "bids", 0, 3)
+        run(spark, script(root / "bids", V1, sink), root / "checkpoint")
+        write_files(root / "bids", 3, 4)
+        return script(root / "bids", V2, sink)
+
+    clean = tmp_path / "clean"
+    run(spark, deploy(clean), clean / "checkpoint")
+    crashed = tmp_path / "crashed"
+    job = CrashingJob(crashed, sql=deploy(crashed))
+    assert job.script.exists()
+    assert job.kill_at("reseed.moved:1") is not None
+    with pytest.raises(CheckpointRefused, match="re-seed .* into another version"):
+        run(spark, script(crashed / "bids", V1), crashed / "checkpoint")
+    assert job.kill_at("reseed.carried:1") is not None
+    job.finish()
+    assert rows(clean) and rows(crashed) == rows(clean)

@@ -172,6 +172,7 @@ def carried_state(spark: SparkSession, location: str, batch: int, old: StageLayo
     its keys, its row count and, renamed to the new layout's slots, the fields of every aggregate
     both layouts hold (by identity). An aggregate only the new layout holds has no field: it starts
     from zero."""
+    spark.streams.active  # Spark's state reader reports to the coordinator its streaming queries start
     stored = stored_fields(spark.read.format("statestore").option("batchId", batch).load(location), old)
     kept = []
     for pool in Pool:

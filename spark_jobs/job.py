@@ -22,7 +22,7 @@ from stategate.spark_jobs.guard import CheckpointGuard, CheckpointRefused
 from stategate.spark_jobs.late_rows import late_rows
 from stategate.spark_jobs.lifecycle import HEARTBEAT_S, Supervisor, sql_digest
 from stategate.spark_jobs.rescale import Repartitioned, carry_partitions
-from stategate.spark_jobs.reseed import Reseed, begin, carry, finish
+from stategate.spark_jobs.reseed import Reseed, begin, carry, finish, undo_unused
 from stategate.spark_jobs.session import job_settings, try_settings
 from stategate.spark_jobs.storage import HadoopStorage
 
@@ -98,6 +98,7 @@ def run(
         fresh, take_over = False, None  # the same take-over again (a retried task): resume it
     elif fresh:
         taken = {}  # a fresh start applies only the take-over it is given, never a stale record
+    undo_unused(spark, state, sql)
     reseed = Reseed.pending(state)
     if reseed is not None:  # a re-seed a killed job left unfinished
         if reseed.sql_digest != sql_digest(sql):

@@ -41,8 +41,9 @@ from stategate.analyzer.build import build
 from stategate.analyzer.aggregates import Pool
 from stategate.analyzer.layout import JobLayout, StageLayout
 from stategate.analyzer.signature import state_signature
-from stategate.spark_jobs.checkpoint import (JOB_SQL, RESEED, RESEEDED, RESEED_PENDING, SIGNATURE, Checkpoint,
-                                             QueryLog, WritableCheckpoint, query_dir, query_dir_name)
+from stategate.spark_jobs.checkpoint import (JOB_SQL, RESEED, RESEEDED, RESEED_PENDING, SIGNATURE, TAKE_OVER,
+                                             Checkpoint, QueryLog, WritableCheckpoint, name_of, query_dir,
+                                             query_dir_name)
 from stategate.spark_jobs import failpoints
 from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
 from stategate.spark_jobs.lifecycle import sql_digest
@@ -121,8 +122,9 @@ def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, 
     archive = Checkpoint(files, reseed.archive)
     if not files.exists(archive.record_path(JOB_SQL)):  # the record still describes the old state
         files.mkdirs(archive.record_path())
-        for name in (SIGNATURE, JOB_SQL):
-            files.write_text(archive.record_path(name), files.read_text(checkpoint.record_path(name)))
+        for name in (TAKE_OVER, SIGNATURE, JOB_SQL):  # the SQL last: it says the copy is whole
+            if files.exists(checkpoint.record_path(name)):
+                files.write_text(archive.record_path(name), files.read_text(checkpoint.record_path(name)))
     old = JobLayout.from_signature(archive.signature() or {})
     layout = reseed.layout
     storage = HadoopStorage(spark)
@@ -145,6 +147,41 @@ def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, 
     before = build(files.read_text(archive.record_path(JOB_SQL)), source=archive.record_path(JOB_SQL))
     return {name: carried_cutover(files, QueryLog(files, archived_query(reseed.archive, name)), before, model,
                                   model.pipeline_named[name]) for name in layout.reseeded}
+
+
+def undo_unused(spark: SparkSession, checkpoint: WritableCheckpoint, sql: str) -> list[str]:
+    """Undo the latest re-seed where its new queries never committed a micro-batch and ``sql`` is
+    the version it replaced (a rollback of a version that failed at once, or its owner starting the
+    old version again): the unused new queries move into the re-seed's archive (``<query>.unused``),
+    the archived ones back in their place, and the record beside them is theirs again. Then the
+    job restarts on its own state, as if the re-seed had not run. The pipelines restored."""
+    files = checkpoint.files
+    archives = sorted(files.list(checkpoint.record_path(RESEEDED)), key=name_of)
+    if not archives or Reseed.pending(checkpoint) is not None:
+        return []
+    archive = Checkpoint(files, archives[-1])
+    done = archive.record_path(RESEED_PENDING)
+    if archive.recorded_sql() != sql or not files.exists(done):
+        return []
+    pipelines = sorted(json.loads(files.read_text(done))["signature"][_RESEEDED])
+    if any(QueryLog(files, query_dir(checkpoint.uri, name)).committed() for name in pipelines):
+        return []  # the new version has written state: the re-seed stands
+    storage = HadoopStorage(spark)
+    for name in pipelines:
+        location, archived = query_dir(checkpoint.uri, name), archived_query(archive.uri, name)
+        if files.exists(archived):
+            if files.exists(location):
+                storage.replace(location, f"{archived}.unused")
+            storage.replace(archived, location)
+    for name in (TAKE_OVER, SIGNATURE, JOB_SQL):
+        if files.exists(archive.record_path(name)):
+            files.write_text(checkpoint.record_path(name), files.read_text(archive.record_path(name)))
+        elif files.exists(checkpoint.record_path(name)):  # the re-seed wrote the first take-over record
+            files.write_text(archive.record_path(f"{name}.unused"), files.read_text(checkpoint.record_path(name)))
+            files.delete(checkpoint.record_path(name))
+    log.warning("the re-seed recorded in %s never committed a micro-batch: undone, %s restored on its own state",
+                archive.uri, ", ".join(pipelines))
+    return pipelines
 
 
 def archived_query(archive: str, pipeline: str) -> str:

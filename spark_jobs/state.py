@@ -124,18 +124,21 @@ def stored_fields(state: DataFrame, layout: StageLayout) -> DataFrame:
     ``isEmpty``, ``max``), in buffer order, so they are taken by position: a field is one column,
     an exact sum two, the second saying the sum saw no value (its first is then 0, not NULL)."""
     key = state.schema["key"].dataType.names  # type: ignore[attr-defined]
-    stored = state.schema["value"].dataType.names  # type: ignore[attr-defined]
     keys = [F.col(f"key.`{name}`").alias(name) for name in key[:-2]]
     columns = [*keys, F.col(f"key.`{key[-2]}`").alias("gs"), F.col(f"key.`{key[-1]}`").alias("w")]
+    # Two COUNTs make two columns named ``count``: each is renamed after its position.
+    stored: T.StructType = state.schema["value"].dataType  # type: ignore[assignment]
+    value = state["value"].cast(T.StructType([T.StructField(f"_{i}", f.dataType) for i, f in enumerate(stored)]))
     position = 0
     for field in _buffer(layout, {}):
-        value = state["value"].getField(stored[position])
+        column = value.getField(f"_{position}")
         if field.width == 2:  # Spark's sum of decimals and whether it is empty
-            value = F.when(~state["value"].getField(stored[position + 1]), value)
-        columns.append(value.alias(field.name))
+            column = F.when(~value.getField(f"_{position + 1}"), column)
+        columns.append(column.alias(field.name))
         position += field.width
-    if position != len(stored):
-        raise ValueError(f"the state holds {len(stored)} buffer columns where the recorded layout has {position}")
+    if position != len(stored.fields):
+        raise ValueError(f"the state holds {len(stored.fields)} buffer columns where the recorded layout has "
+                         f"{position}")
     return state.select(*columns)
 
 

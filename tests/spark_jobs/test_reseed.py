@@ -27,14 +27,15 @@ DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price BIGINT, item STRING, "
        "CREATE TABLE S (item STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), {columns}) "
        "WITH ({sink});\n")
 WINDOW = "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '20' MINUTES)) GROUP BY item, window_start, window_end;"
-V1 = "INSERT INTO S SELECT item, window_start, window_end, SUM(price) AS total " + WINDOW
-V2 = "INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, SUM(price) AS total, MAX(price) AS top " + WINDOW
+V1 = "INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, SUM(price) AS total " + WINDOW
+V2 = ("INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, SUM(price) AS total, MAX(price) AS top, "
+      "MIN(price) AS low " + WINDOW)
 ROCKSDB = "SET 'state.backend.type' = 'rocksdb';\n"
 
 
 def script(source: Path, version: str, sink: str = "'connector' = 'print'", settings: str = "") -> str:
     """The job: its bids at ``source``, its sink's columns in ``version``'s order."""
-    columns = "n BIGINT, total BIGINT, top BIGINT" if version == V2 else "total BIGINT"
+    columns = "n BIGINT, total BIGINT" + (", top BIGINT, low BIGINT" if version == V2 else "")
     return settings + DDL.format(path=source, columns=columns, sink=sink) + version
 
 
@@ -70,14 +71,13 @@ def test_an_added_aggregate_that_does_not_fit_re_seeds_and_keeps_the_partial_pro
     write_files(since, 3, 4)
     uninterrupted, _ = collected(spark, script(whole, V2, settings=settings), tmp_path / "ck-whole")
     fresh, _ = collected(spark, script(since, V2, settings=settings), tmp_path / "ck-since")
-    # (item, start, end, n, total, top): the total goes on from the state, COUNT and MAX count the
+    # (item, start, end, n, total, top, low): COUNT and SUM go on from the state, MAX and MIN count the
     # rows read since the restart; windows the old version emitted are not emitted again.
-    added = {r[:3]: r[3:6:2] for r in fresh}
-    expected = [(*r[:3], added[r[:3]][0], r[4], added[r[:3]][1]) for r in uninterrupted
-                if r[1] != "2026-01-01 00:00:00"]
+    added = {r[:3]: r[5:] for r in fresh}
+    expected = [(*r[:5], *added[r[:3]]) for r in uninterrupted if r[1] != "2026-01-01 00:00:00"]
     assert after == expected and len(after) == 6
-    assert any(r[3] != u[3] for r, u in zip(after, [u for u in uninterrupted if u[1] != "2026-01-01 00:00:00"])), \
-        "the window open at the restart counts only the rows since"
+    assert [r[6] for r in after if r[1] == "2026-01-01 00:20:00"] == ["30"] * 3, \
+        "the window open at the restart: MIN only over the rows since (00:30 on)"
 
     # The re-seeded checkpoint restarts as any other: FULL, on its own layout, nothing re-seeded again.
     write_files(source, 7, 2)
@@ -119,3 +119,26 @@ def test_a_re_seed_killed_at_any_step_finishes_into_the_same_rows(spark, tmp_pat
     assert job.kill_at("reseed.carried:1") is not None
     job.finish()
     assert rows(clean) and rows(crashed) == rows(clean)
+
+
+def test_a_re_seed_whose_version_never_committed_is_undone_when_the_old_version_starts_again(spark, tmp_path) -> None:
+    """A version that re-seeds and fails at its first micro-batch (as a rollback finds it): the old
+    version started again goes on from its own state, as if the re-seed had not run."""
+    source, checkpoint, whole = tmp_path / "bids", tmp_path / "checkpoint", tmp_path / "whole"
+    write_files(source, 0, 3)
+    v1 = script(source, V1)
+    before, _ = collected(spark, v1, checkpoint)
+    old_query = snapshot(checkpoint / "S")
+    write_files(source, 3, 4)
+    with pytest.raises(Exception, match="DIVIDE_BY_ZERO|divide by zero"):
+        collected(spark, script(source, V2).replace("MAX(price)", "MAX(price / 0)"), checkpoint)
+    assert (checkpoint / RECORD_DIR / "job.sql").read_text() != v1, "the failed version recorded itself"
+
+    after, result = collected(spark, v1, checkpoint)
+    assert result.report is not None and result.report.verdict is Verdict.FULL
+    [archive] = (checkpoint / RECORD_DIR / RESEEDED).iterdir()
+    assert (archive / "S.unused").is_dir() and not (archive / "S").exists()
+    assert {k: v for k, v in snapshot(checkpoint / "S").items() if k in old_query} == old_query
+    write_files(whole, 0, 7)
+    uninterrupted, _ = collected(spark, script(whole, V1), tmp_path / "ck-whole")
+    assert sorted(before + after) == uninterrupted and after

@@ -10,11 +10,13 @@ old one stopped, its sink emitting only windows the old one did not. The engine 
 (:mod:`spark_jobs.reseed`); this module says where it can, so the analyzer, the gate and the job
 decide alike, and the layout planner gives those pipelines a fresh layout instead of refusing.
 
-It can where the old state is all in Spark's state store and the new version reads where the old
-one stopped: one TUMBLE window aggregation (with grouping sets, FILTER, Top-N) on event time over a
-file source, whose aggregates keep no list or set (Spark serializes those in its state). HOP and CUMULATE windows keep closed slices beside the state (the slice
-log), SESSION windows keep Spark's session state, a cascade keeps one state per window, a join
-keeps its sides; Kafka sources are untested here. Those keep the no-room finding.
+It can where the new version reads where the old one stopped and every group its windows still
+need can be read back: one TUMBLE, HOP or CUMULATE window aggregation (with grouping sets, FILTER,
+Top-N) on event time over a file source, whose aggregates keep no list or set (Spark serializes
+those in its state; its state reader returns bytes). HOP and CUMULATE windows also carry the closed
+slices their slice log retains. SESSION windows keep Spark's session state, a cascade one state per
+window, a join its sides; a Kafka source is not tested here. Those keep the no-room finding, which
+says why.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from stategate.analyzer.aggregates import AGGREGATES
 from stategate.analyzer.model import FILESYSTEM, JobModel, Pipeline, TimeKind
 
 #: The window kinds whose whole state the engine carries.
-KINDS = ("TUMBLE",)
+KINDS = ("TUMBLE", "HOP", "CUMULATE")
 
 
 def not_reseedable(model: JobModel, pipeline: Pipeline) -> str | None:

@@ -195,8 +195,12 @@ class SliceLog:
     def retained(self, entries: list[tuple[int, bool]], schema: StructType) -> DataFrame | None:
         """What ``entries`` (:meth:`read_by`) hold (None: no entry), in ``schema``: given rather than
         inferred from the files' footers (about 60 ms a read), a column an entry lacks reads as null."""
-        paths = [self._path(n, base) for n, base in entries]
+        paths = self.paths(entries)
         return self.storage.spark.read.schema(schema).parquet(*paths) if paths else None
+
+    def paths(self, entries: list[tuple[int, bool]]) -> list[str]:
+        """Where ``entries`` (:meth:`read_by`) are."""
+        return [self._path(n, base) for n, base in entries]
 
     def write(self, batch_id: int, entries: list[tuple[int, bool]], added: DataFrame, retained: DataFrame) -> None:
         """Write the batch's entry: the slices it adds, or all it retains (a base) where it read

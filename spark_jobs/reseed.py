@@ -45,6 +45,7 @@ from stategate.spark_jobs.checkpoint import (JOB_SQL, RESEED, RESEEDED, RESEED_P
                                              Checkpoint, QueryLog, WritableCheckpoint, name_of, query_dir,
                                              query_dir_name)
 from stategate.spark_jobs import failpoints
+from stategate.spark_jobs.assembly import SLICES_DIR, SliceLog
 from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
 from stategate.spark_jobs.lifecycle import sql_digest
 from stategate.spark_jobs.state import ROWS, stored_fields
@@ -137,7 +138,8 @@ def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, 
         seed = f"{location}/{RESEED}"
         if not files.exists(seed):
             batch = QueryLog(files, archived).committed()[-1]
-            carried = carried_state(spark, archived, batch, old.pipelines[name][0], layout.pipelines[name][0])
+            carried = carried_state(spark, storage, archived, batch, old.pipelines[name][0],
+                                    layout.pipelines[name][0])
             staged = f"{seed}.staged"
             carried.write.mode("overwrite").parquet(staged)
             storage.replace(staged, seed)
@@ -204,14 +206,22 @@ def finish(checkpoint: WritableCheckpoint, reseed: Reseed, taken: dict[str, Cuto
     checkpoint.files.delete(pending)
 
 
-def carried_state(spark: SparkSession, location: str, batch: int, old: StageLayout, new: StageLayout) -> DataFrame:
-    """The state of the query at ``location`` after ``batch``, one row per open (key, window) group:
+def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, batch: int, old: StageLayout,
+                  new: StageLayout) -> DataFrame:
+    """The state of the query at ``location`` after ``batch``, one row per (key, slice) group its
+    windows may still need: the open ones in Spark's state store and, for HOP and CUMULATE windows,
+    the closed slices the slice log retains (:mod:`spark_jobs.assembly`; they go into the new
+    state, which emits them to its own slice log once its watermark passes them again). Each with
     its keys, its row count and, renamed to the new layout's slots, the fields of every aggregate
-    both layouts hold (by identity). An aggregate only the new layout holds has no field: it starts
-    from zero."""
+    both layouts hold (by identity). An aggregate only the new layout holds has no field: it
+    starts from zero."""
     spark.streams.active  # Spark's state reader reports to the coordinator its streaming queries start
-    stored = stored_fields(spark.read.format("statestore").option("batchId", batch).load(location), old)
-    kept = []
+    groups = stored_fields(spark.read.format("statestore").option("batchId", batch).load(location), old)
+    entries = SliceLog(storage, location, SLICES_DIR).read_by(batch + 1)
+    if entries:
+        retained = spark.read.parquet(*SliceLog(storage, location, SLICES_DIR).paths(entries))
+        groups = groups.unionByName(retained, allowMissingColumns=True)
+    renamed = []
     for pool in Pool:
         before = dict(old.pool(pool).assigned)
         for identity, slot in new.pool(pool).assigned:
@@ -219,10 +229,10 @@ def carried_state(spark: SparkSession, location: str, batch: int, old: StageLayo
                 continue
             for field in new.pool(pool).shapes[slot].fields(pool):
                 name = f"{field.stem}{before[identity]}"
-                if name in stored.columns:
-                    kept.append(F.col(name).alias(f"{field.stem}{slot}"))
-    keys = stored.columns[:stored.columns.index("gs")]
-    return stored.select(*keys, "gs", "w", ROWS, *kept)
+                if name in groups.columns:
+                    renamed.append(F.col(name).alias(f"{field.stem}{slot}"))
+    keys = groups.columns[:groups.columns.index("gs")]
+    return groups.select(*keys, "gs", "w", ROWS, *renamed)
 
 
 def read_carried(spark: SparkSession, location: str) -> DataFrame:

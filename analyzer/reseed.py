@@ -39,7 +39,7 @@ def not_reseedable(model: JobModel, pipeline: Pipeline) -> str | None:
     if window is None or window.time_kind is TimeKind.PROCTIME:
         return "its windows run on processing time"
     if window.kind not in KINDS:
-        return f"{window.kind} windows keep state beside Spark's state store"
+        return f"Spark keeps {window.kind} windows in a state of its own (sessions merge), which a re-seed does not carry"
     if any(a.distinct or _serialized(a.function) for a in chain[0].aggregates):
         return ("Spark keeps the values of a DISTINCT aggregate, LISTAGG, ARRAY_AGG, JSON_ARRAYAGG or COLLECT "
                 "serialized in its state, which its state reader returns as bytes")

@@ -14,15 +14,14 @@ from stategate.analyzer.layout import (
 from stategate.analyzer.signature import state_signature
 
 DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING,\n"
-       "  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem');\n")
+       "  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) WITH ('connector' = '{connector}');\n")
 
 
-def job(aggregates: str, settings: str = "", window: str = "HOP") -> str:
-    """A job with ``aggregates``; over HOP windows, whose state is not re-seeded, so its layout
-    keeps headroom (TUMBLE windows over files re-seed instead: :mod:`analyzer.reseed`)."""
-    arguments = "INTERVAL '5' MINUTES, INTERVAL '10' MINUTES" if window == "HOP" else "INTERVAL '10' MINUTES"
-    return (settings + DDL + f"SELECT item, window_start, {aggregates}\n"
-            f"FROM TABLE({window}(TABLE Bid, DESCRIPTOR(bidtime), {arguments}))\n"
+def job(aggregates: str, settings: str = "", connector: str = "kafka") -> str:
+    """A TUMBLE job with ``aggregates``; over a Kafka topic, whose state is not re-seeded, so its
+    layout keeps headroom (windows over files re-seed instead: :mod:`analyzer.reseed`)."""
+    return (settings + DDL.format(connector=connector) + f"SELECT item, window_start, {aggregates}\n"
+            "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
             "GROUP BY item, window_start, window_end;")
 
 
@@ -231,7 +230,8 @@ def test_arrival_ordered_aggregates_take_text_slots_of_their_own_shape() -> None
 def test_a_tumble_job_over_files_leaves_no_headroom_and_re_seeds_what_does_not_fit() -> None:
     """Its state can be carried into a new layout (:mod:`analyzer.reseed`), so no state row pays
     for slots a later aggregate might take: an added aggregate re-seeds, PARTIAL as the rules say."""
-    old, new = job("SUM(price)", window="TUMBLE"), job("SUM(price), MAX(price), COUNT(*)", window="TUMBLE")
+    old, new = (job("SUM(price)", connector="filesystem"),
+                job("SUM(price), MAX(price), COUNT(*)", connector="filesystem"))
     signature = deployed(old)
     stage = signature["pipelines"]["select#1"]["stages"][0]["slots"]
     assert stage["plain"]["shapes"] == ["SUM:m2"] and "seeded" not in stage
@@ -248,15 +248,15 @@ def test_a_tumble_job_over_files_leaves_no_headroom_and_re_seeds_what_does_not_f
     assert again.layout is not None and not again.layout.reseeded and again.layout.pipelines["select#1"][0].seeded
 
 
-@pytest.mark.parametrize(("aggregates", "window", "why"), [
-    ("SUM(price)", "HOP", "HOP windows keep state beside Spark's state store"),
-    ("COUNT(DISTINCT item)", "TUMBLE", "serialized in its state"),
+@pytest.mark.parametrize(("aggregates", "connector", "why"), [
+    ("SUM(price)", "kafka", "only a file source is re-read from where the old version stopped"),
+    ("COUNT(DISTINCT item)", "filesystem", "serialized in its state"),
 ])
 def test_what_cannot_be_re_seeded_keeps_its_headroom_and_says_why_a_change_does_not_fit(
-        aggregates: str, window: str, why: str) -> None:
-    old = job(aggregates, "SET 'stategate.state.slots' = '1';\n", window)
-    new = job(f"{aggregates}, MAX(price), MIN(price)", "SET 'stategate.state.slots' = '1';\n", window)
-    assert len(deployed(job(aggregates, window=window))["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
+        aggregates: str, connector: str, why: str) -> None:
+    old = job(aggregates, "SET 'stategate.state.slots' = '1';\n", connector)
+    new = job(f"{aggregates}, MAX(price), MIN(price)", "SET 'stategate.state.slots' = '1';\n", connector)
+    assert len(deployed(job(aggregates, connector=connector))["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
                ["shapes"]) > 1, "generic headroom slots"
     report = judged(old, new, deployed(old))
     assert report.verdict is Verdict.INCOMPATIBLE

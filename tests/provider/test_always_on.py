@@ -5,9 +5,11 @@ detached in client deploy mode) while bid files keep arriving:
 
 * v1 is deployed; deployed again unchanged, it is left running;
 * v2 adds MAX(price) (PARTIAL) and is redeployed while v1 runs: the gate judges it, the running job
-  is stopped after the micro-batch it is in, v2 starts on the checkpoint and commits a micro-batch;
-* a bad v2 (its MAX divides by zero: PARTIAL, and it fails at its first micro-batch) does not become
-  healthy: the redeploy rolls back by itself, v2 started again on its own state;
+  is stopped after the micro-batch it is in, v2 starts on the checkpoint, re-seeding its state (v1's
+  layout has no room for MAX: ``spark_jobs/reseed.py``), and commits a micro-batch;
+* a bad v2 (its MAX divides by zero: PARTIAL, re-seeding again, and it fails at its first
+  micro-batch) does not become healthy: the redeploy rolls back by itself, v2 started again on its
+  own state (the unused re-seed undone);
 * v3 resizes the window (INCOMPATIBLE): v2 stopped, its state archived, v3 takes over;
 * a bad v4 (INCOMPATIBLE, failing likewise) is rolled back by itself too: its checkpoint archived,
   v3's archived state restored, v3 started again;
@@ -32,7 +34,7 @@ import pandas as pd
 import pytest
 
 from stategate.provider.hooks.deployment import DeploymentHook
-from stategate.spark_jobs.checkpoint import AppState, Checkpoint
+from stategate.spark_jobs.checkpoint import AppState, Checkpoint, QueryLog
 from stategate.spark_jobs.storage import LocalFiles
 from tests.provider.conftest import fleet_dag, fleet_job
 from tests.spark_jobs.helpers import BID_COLUMNS
@@ -184,10 +186,18 @@ def test_a_running_job_is_redeployed_by_stopping_swapping_and_starting_it(cluste
     w4 = restored_state.take_over()["pipelines"]["Totals"]["watermark_ms"]
     w3 = v3_state.take_over()["pipelines"]["Totals"]["watermark_ms"]
     assert w3 < w4
-    # v1's last committed batch B: every row v1 read is at most W(B + 1) + the delay.
+    # v2 re-seeded v1's state (its layout had no room for MAX): v1's query is archived inside the
+    # checkpoint, and v2 read none of the files it had read. So a window starting after the latest
+    # bid of those files is one v2 saw whole. (The bad v2's re-seed, undone, left only its unused query.)
+    [reseeded] = [d for d in (Path(hook.job.checkpoint.path) / "_stategate" / "reseeded").iterdir()
+                  if (d / "Totals").is_dir()]
+    assert len(list(reseeded.parent.iterdir())) == 2
+    v1_query = QueryLog(LocalFiles(), str(reseeded / "Totals"))
     v2_record = next(r for r in hook.records.history() if r.verdict == "PARTIAL")
     v1_last = v2_record.application["committed_at_start"]["Totals"]
-    w2 = restored_state.query("Totals").watermark(v1_last + 1) + 1000
+    v1_read = v1_query.source_files(v1_query.sources()[0], v1_query.batch(v1_last).file_log_offset())
+    w2 = max(pd.read_csv(path.removeprefix("file://"), names=["bidtime"], usecols=[0], parse_dates=["bidtime"])
+             .bidtime.max() for path in v1_read).timestamp() * 1000
 
     out = pd.concat(pd.read_parquet(p) for p in sorted((data / "totals").glob("part-*.parquet")))
     assert not out.duplicated(["window_start", "window_end", "supplier_id"]).any(), "a window emitted twice"

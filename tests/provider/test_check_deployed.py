@@ -18,6 +18,7 @@ from stategate.spark_jobs.checkpoint import RECORD_DIR
 from tests.analyzer.seed_cases import legacy, runnable
 
 NARROW = "SET 'stategate.state.slots' = '3';\n"
+FILES = "'connector' = 'filesystem', 'path' = '/data/my_table', 'format' = 'csv'"
 V1 = runnable(legacy("a, SUM(b), MAX(c)"), NARROW)
 ONE_MORE = runnable(legacy("a, SUM(b), MAX(c), COUNT(c)"), NARROW)
 TWO_MORE = runnable(legacy("a, SUM(b), MAX(c), COUNT(c), MIN(c)"), NARROW)
@@ -49,13 +50,25 @@ def test_the_deployed_record_and_layout_decide(tmp_path: Path) -> None:
     fits = check(str(new), "--deployed", f"file://{tmp_path}", "--job", "bids")
     assert fits.returncode == 0, fits.stderr
     assert fits.stdout.startswith("Verdict: PARTIAL") and "added (start from zero): COUNT(MyTable.c)" in fits.stdout
-    # Three slots: the two aggregates and one free. One added aggregate fits; two do not.
+    # Three slots: the two aggregates and one free. One added aggregate fits; two do not, so the
+    # restart re-seeds the state into a new layout (a TUMBLE job over files can be re-seeded).
     new.write_text(TWO_MORE)
     full = check(str(new), "--deployed", str(tmp_path), "--job", "bids", "--format", "json", "--fail-on", "incompatible")
+    assert full.returncode == 0
+    report = json.loads(full.stdout)
+    assert report["verdict"] == "PARTIAL"
+    assert "stategate.layout.reseed" in {f["rule"] for f in report["findings"]}
+    # Over a Kafka topic the state cannot be re-seeded: two added aggregates do not fit.
+    kafka = "'connector' = 'kafka', 'topic' = 'bids', 'properties.bootstrap.servers' = '127.0.0.1:9092', 'format' = 'json'"
+    deploy(tmp_path / "kafka", V1.replace(FILES, kafka))
+    new.write_text(TWO_MORE.replace(FILES, kafka))
+    full = check(str(new), "--deployed", str(tmp_path / "kafka"), "--job", "bids", "--format", "json",
+                 "--fail-on", "incompatible")
     assert full.returncode == 1
     report = json.loads(full.stdout)
     assert report["verdict"] == "INCOMPATIBLE"
-    assert "stategate.layout.no-room" in {f["rule"] for f in report["findings"]}
+    [finding] = [f for f in report["findings"] if f["rule"] == "stategate.layout.no-room"]
+    assert "cannot be re-seeded: only a file source is re-read" in finding["message"]
     # Without the deployment root the two files alone do not know the slots: PARTIAL.
     old = tmp_path / "old.sql"
     old.write_text(V1)

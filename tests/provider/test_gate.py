@@ -20,6 +20,8 @@ from tests.provider.conftest import HOME, NOTIFIED
 from tests.servers import free_port, listening, start, stop
 
 BRANCHES = ("restart", "clear", "first_deploy", "approval")
+#: How the seeds' MyTable is declared: over files.
+MY_TABLE_FILES = "'connector' = 'filesystem', 'path' = '/data/my_table', 'format' = 'csv'"
 V1 = runnable(tvf("a, sum(b) AS s, max(c) AS m"))
 CHANGES = {
     "FULL": runnable(tvf("a, max(c) AS m, sum(b) AS s")),
@@ -154,8 +156,12 @@ def test_a_retired_slot_is_free_to_the_gate_once_the_checkpoint_watermark_passed
     from stategate.analyzer.layout import GENERIC, JobLayout, Retired, Slots, StageLayout
 
     narrow = "SET 'stategate.state.slots' = '2';\n"
-    deployed_sql = runnable(tvf("a, sum(b) AS s"), narrow)
-    new_sql = runnable(tvf("a, sum(b) AS s, count(*) AS n"), narrow)
+    # Over a Kafka topic: a change that does not fit cannot re-seed, so the slot decides.
+    kafka = ("'connector' = 'kafka', 'topic' = 't', 'properties.bootstrap.servers' = '127.0.0.1:9092', "
+             "'format' = 'json'")
+    deployed_sql = runnable(tvf("a, sum(b) AS s"), narrow).replace(MY_TABLE_FILES, kafka)
+    new_sql = runnable(tvf("a, sum(b) AS s, count(*) AS n"), narrow).replace(MY_TABLE_FILES, kafka)
+    assert kafka in new_sql
     deploy(tmp_path / "root", deployed_sql)
     checkpoint = tmp_path / "root" / "job" / "checkpoint"
     # Both slots generic: the second, retired, takes any aggregate once it is free.

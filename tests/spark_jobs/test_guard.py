@@ -119,18 +119,18 @@ def test_a_slot_that_would_round_its_argument_stops_the_job_before_it_starts(spa
 
 
 def test_a_restart_that_does_not_fit_the_slots_and_cannot_re_seed_is_refused(spark, tmp_path) -> None:
-    """HOP windows keep closed slices beside Spark's state, which a re-seed does not carry."""
+    """Spark keeps SESSION windows in a state of its own, which a re-seed does not carry."""
     source = seed_bids(tmp_path)
     checkpoint = tmp_path / "checkpoint"
     narrow = "SET 'stategate.state.slots' = '1';\n"
-    hop = V1.replace("TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)",
-                     "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)")
-    assert hop != V1
-    collect(spark, narrow + bid_ddl(source) + hop, checkpoint)
+    session = V1.replace("TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)",
+                         "SESSION(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES)")
+    assert session != V1
+    collect(spark, narrow + bid_ddl(source) + session, checkpoint)
     before = snapshot(checkpoint)
-    wider = hop.replace("SUM(price) AS s", "SUM(price) AS s, MAX(price) AS m")
+    wider = session.replace("SUM(price) AS s", "SUM(price) AS s, MAX(price) AS m")
     with pytest.raises(CheckpointRefused, match="stategate.layout.no-room.*only 0 of 1 plain slots are free.*"
-                                                "cannot be re-seeded: HOP windows"):
+                                                "cannot be re-seeded: Spark keeps SESSION windows"):
         collect(spark, narrow + bid_ddl(source) + wider, checkpoint)
     assert snapshot(checkpoint) == before
 

@@ -58,6 +58,10 @@ def test_the_deployed_record_and_layout_decide(tmp_path: Path) -> None:
     report = json.loads(full.stdout)
     assert report["verdict"] == "PARTIAL"
     assert "stategate.layout.reseed" in {f["rule"] for f in report["findings"]}
+    # Without the deployment root the two files alone do not know the slots: PARTIAL.
+    old = tmp_path / "old.sql"
+    old.write_text(V1)
+    assert check(str(old), str(new)).stdout.startswith("Verdict: PARTIAL")
     # Over a Kafka topic the state cannot be re-seeded: two added aggregates do not fit.
     kafka = "'connector' = 'kafka', 'topic' = 'bids', 'properties.bootstrap.servers' = '127.0.0.1:9092', 'format' = 'json'"
     deploy(tmp_path / "kafka", V1.replace(FILES, kafka))
@@ -69,10 +73,6 @@ def test_the_deployed_record_and_layout_decide(tmp_path: Path) -> None:
     assert report["verdict"] == "INCOMPATIBLE"
     [finding] = [f for f in report["findings"] if f["rule"] == "stategate.layout.no-room"]
     assert "cannot be re-seeded: only a file source is re-read" in finding["message"]
-    # Without the deployment root the two files alone do not know the slots: PARTIAL.
-    old = tmp_path / "old.sql"
-    old.write_text(V1)
-    assert check(str(old), str(new)).stdout.startswith("Verdict: PARTIAL")
 
 
 def test_a_job_never_deployed_is_a_first_deploy(tmp_path: Path) -> None:

@@ -123,9 +123,9 @@ def test_a_restart_that_does_not_fit_the_slots_and_cannot_re_seed_is_refused(spa
     source = seed_bids(tmp_path)
     checkpoint = tmp_path / "checkpoint"
     narrow = "SET 'stategate.state.slots' = '1';\n"
-    session = V1.replace("TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)",
-                         "SESSION(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES)")
-    assert session != V1
+    session = ("SELECT window_start, item, SUM(price) AS s\n"
+               "FROM TABLE(SESSION(TABLE Bid PARTITION BY item, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES))\n"
+               "GROUP BY item, window_start, window_end;")
     collect(spark, narrow + bid_ddl(source) + session, checkpoint)
     before = snapshot(checkpoint)
     wider = session.replace("SUM(price) AS s", "SUM(price) AS s, MAX(price) AS m")

@@ -125,9 +125,9 @@ def test_added_aggregate_starts_from_zero_at_the_restart(spark, tmp_path, window
     assert any(a != u for a, u in zip(after, open_rows))
 
 
-def test_added_time_and_floating_point_aggregates_take_generic_slots(spark, tmp_path) -> None:
-    """A generic slot's double field (a SUM, MIN or MAX) and its exact MIN/MAX field (times as
-    microseconds) change function when an aggregate takes the slot: each starts from zero."""
+def test_added_time_and_floating_point_aggregates_start_from_zero(spark, tmp_path) -> None:
+    """A MAX of doubles and a MIN of times (kept as microseconds) added to a deployed job: the job
+    has no room for them (it re-seeds, :mod:`spark_jobs.reseed`), and each starts from zero."""
     v1 = query("window_start, window_end, supplier_id, SUM(price) AS s")
     v2 = query("window_start, window_end, supplier_id, SUM(price) AS s, MAX(CAST(price AS DOUBLE)) AS top, "
                "MIN(bidtime) AS first_bid")

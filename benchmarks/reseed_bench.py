@@ -22,17 +22,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-import tempfile
 import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.window_bench import CASES, add_child_arguments, generate, job_sql, run_child
+from benchmarks.restarts import TVF, feed, run_benchmark
+from benchmarks.window_bench import job_sql
 
-#: A window an hour long over the data's three hours: every key has an open window at the restart.
-CASE = next(c for c in CASES if c.name == "TUMBLE 1 min")
-TVF = "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '60' MINUTES)"
 ENGINES = ("restart", "re-seed", "take-over")
 
 
@@ -42,18 +39,13 @@ def child(engine: str, source: Path, work: Path) -> None:
     from stategate.spark_jobs.session import get_session
 
     spark = get_session("reseed-bench")
-    files = sorted(source.glob("*.csv"))
-    feed = work / "feed"
-    feed.mkdir()
-    for path in files[:-2]:
-        (feed / path.name).symlink_to(path)
+    bids, arrive = feed(source, work)
     checkpoint = work / "checkpoint"
-    old = job_sql(feed, work / "out", TVF)
+    old = job_sql(bids, work / "out", TVF)
     query = run(spark, old, checkpoint).queries[0]
     state_rows = sum(o.numRowsTotal for o in query.lastProgress.stateOperators) if query.lastProgress else 0
     state_bytes = sum(p.stat().st_size for p in (checkpoint / "Totals" / "state").rglob("*") if p.is_file())
-    for path in files[-2:]:
-        (feed / path.name).symlink_to(path)
+    arrive()
     new = old.replace("MAX(price) AS top", "MIN(price) AS top")
     assert new != old
     options: dict = {}
@@ -69,40 +61,14 @@ def child(engine: str, source: Path, work: Path) -> None:
     print(json.dumps({"restart_seconds": seconds, "state_rows": state_rows, "state_bytes": state_bytes}))
 
 
-def main() -> int:
-    parser = argparse.ArgumentParser()
-    parser.add_argument("--rows", type=int, default=1_000_000)
-    parser.add_argument("--keys", type=int, default=100_000)
-    parser.add_argument("--minutes", type=int, default=180)
-    parser.add_argument("--files", type=int, default=10)
-    parser.add_argument("--repeat", type=int, default=2, help="alternating runs of each; the best counts")
-    parser.add_argument("--cap", type=float, default=900, help="seconds before a run is stopped")
-    add_child_arguments(parser)
-    args = parser.parse_args()
-    if args.child:
-        child(args.child, args.source, args.work)
-        return 0
-    with tempfile.TemporaryDirectory(prefix="reseed-bench-") as folder:
-        source = Path(folder) / "bids"
-        generate(source, args.rows, args.keys, args.minutes, args.files)
-        best: dict[str, float] = {}
-        figures: dict = {}
-        for _ in range(args.repeat):
-            for engine in ENGINES:
-                done = run_child(__file__, engine, CASE, source, Path(folder) / engine, args.cap)
-                if done.capped or done.error:
-                    print(f"{engine}: {'stopped at the cap' if done.capped else done.error}", file=sys.stderr)
-                    return 1
-                best[engine] = min(best.get(engine, float("inf")), done.figures["restart_seconds"])
-                figures = done.figures
+def report(args: argparse.Namespace, best: dict[str, float], figures: dict) -> None:
     print(f"{args.rows:,} bids over {args.keys:,} keys, TUMBLE 60 min, {args.files} files, the last two after the "
           f"restart; {figures['state_rows']:,} state rows ({figures['state_bytes'] / 1e6:.1f} MB on disk) at the restart")
     print(f"restart, unchanged (FULL)                    {best['restart']:7.1f} s")
     print(f"re-seed, MAX replaced by MIN (PARTIAL)       {best['re-seed']:7.1f} s")
     print(f"take-over after a clear (bounded replay)     {best['take-over']:7.1f} s")
     print(f"the re-seed against the restart              {best['re-seed'] - best['restart']:+7.1f} s")
-    return 0
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(run_benchmark(__file__, ENGINES, child, report))

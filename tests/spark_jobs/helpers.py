@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import csv
 import shutil
+from collections import Counter
 from pathlib import Path
 
 from stategate.spark_jobs.job import RunResult, run
@@ -48,3 +50,12 @@ def collect_pipelines(spark, sql: str, checkpoint: Path, pipelines: list[str], *
     rows: dict[str, list] = {name: [] for name in pipelines}
     writers = {name: (lambda found: lambda df, _: found.extend(df.collect()))(rows[name]) for name in pipelines}
     return rows, run(spark, sql, checkpoint, writers=writers, **options)
+
+
+def csv_sink_rows(folder: Path) -> Counter:
+    """The rows a CSV file sink holds in ``folder``, each as often as it was written."""
+    found: Counter = Counter()
+    for part in folder.glob("part-*.csv"):
+        with part.open(newline="") as handle:
+            found.update(tuple(row) for row in csv.reader(handle))
+    return found

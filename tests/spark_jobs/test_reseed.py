@@ -9,8 +9,6 @@ window once. The old query's checkpoint is kept, unchanged, in the checkpoint's 
 
 from __future__ import annotations
 
-import csv
-from collections import Counter
 from pathlib import Path
 
 import pytest
@@ -20,6 +18,7 @@ from stategate.spark_jobs.checkpoint import RECORD_DIR, RESEED_PENDING, RESEEDED
 from stategate.spark_jobs.guard import CheckpointRefused
 from stategate.spark_jobs.job import run
 from tests.spark_jobs.crashes import CrashingJob
+from tests.spark_jobs.helpers import csv_sink_rows
 from tests.spark_jobs.test_take_over import write_files
 
 DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price BIGINT, item STRING, "
@@ -105,13 +104,6 @@ def test_a_re_seed_killed_at_any_step_finishes_into_the_same_rows(spark, tmp_pat
     """Killed after the old query moved, then after the carried state was written, the re-seed is
     finished by the same command; another version is refused while it is under way."""
 
-    def rows(root: Path) -> Counter:
-        found: Counter = Counter()
-        for part in (root / "out" / "S").glob("part-*.csv"):
-            with part.open(newline="") as handle:
-                found.update(tuple(row) for row in csv.reader(handle))
-        return found
-
     def deploy(root: Path) -> str:
         sink = f"'connector' = 'filesystem', 'path' = '{root}/out/S', 'format' = 'csv'"
         root.mkdir()
@@ -130,7 +122,8 @@ def test_a_re_seed_killed_at_any_step_finishes_into_the_same_rows(spark, tmp_pat
         run(spark, script(crashed / "bids", V1), crashed / "checkpoint")
     assert job.kill_at("reseed.carried:1") is not None
     job.finish()
-    assert rows(clean) and rows(crashed) == rows(clean)
+    clean_rows = csv_sink_rows(clean / "out" / "S")
+    assert clean_rows and csv_sink_rows(crashed / "out" / "S") == clean_rows
 
 
 def test_a_re_seed_whose_version_never_committed_is_undone_when_the_old_version_starts_again(spark, tmp_path) -> None:

@@ -10,13 +10,11 @@ seam, and v2 must read only the files its open windows need plus the new ones.
 from __future__ import annotations
 
 import calendar
-import csv
 import json
 import os
 import shutil
 import subprocess
 import sys
-from collections import Counter
 from datetime import datetime
 from pathlib import Path
 
@@ -29,6 +27,7 @@ from stategate.spark_jobs.storage import HadoopStorage
 from stategate.spark_jobs.takeover import source_filter
 from stategate.spark_jobs.cutover import TakeOverRefused, cutovers
 from tests.spark_jobs.crashes import CrashingJob
+from tests.spark_jobs.helpers import csv_sink_rows
 
 KEYS = ("k0", "k1", "k2")
 FILES, NEW_FILES = 8, 4
@@ -195,13 +194,6 @@ def test_a_take_over_killed_mid_write_is_retried_into_the_same_rows(spark, tmp_p
         return (sql + V2).replace("WITH ('connector' = 'print')",
                                   f"WITH ('connector' = 'filesystem', 'path' = '{root}/out/S', 'format' = 'csv')")
 
-    def rows(root: Path) -> Counter:
-        found: Counter = Counter()
-        for part in (root / "out" / "S").glob("part-*.csv"):
-            with part.open(newline="") as handle:
-                found.update(tuple(row) for row in csv.reader(handle))
-        return found
-
     clean = tmp_path / "clean"
     run(spark, script(clean), clean / "checkpoint", fresh=True, take_over=str(archive))
     crashed = tmp_path / "crashed"
@@ -209,7 +201,8 @@ def test_a_take_over_killed_mid_write_is_retried_into_the_same_rows(spark, tmp_p
     job = CrashingJob(crashed, sql=script(crashed), arguments=("--fresh", "--take-over", str(archive)))
     assert job.kill_at("sink.placed:1") is not None, "killed between placing a file and the commit"
     job.finish()
-    assert rows(clean) and rows(crashed) == rows(clean)
+    clean_rows = csv_sink_rows(clean / "out" / "S")
+    assert clean_rows and csv_sink_rows(crashed / "out" / "S") == clean_rows
 
 
 def test_check_deployed_says_what_the_take_over_will_read(spark, tmp_path, redeploy):

@@ -20,7 +20,6 @@ POINTS = {
     "sink.staged": "a batch's file is written to the sink's staging area, not yet moved into place",
     "sink.placed": "a batch's file is in place; Spark has not yet committed the batch",
     "reseed.moved": "a re-seed moved the old query into its archive; its state is not carried yet",
-    "reseed.carried": "a re-seed wrote the carried state; the new version's record is not written yet",
 }
 
 _reached: Counter[str] = Counter()

@@ -145,7 +145,6 @@ def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, 
             storage.replace(staged, seed)
             log.info("re-seed: %s: %d open (key, window) groups of micro-batch %d carried into the new layout",
                      name, spark.read.parquet(seed).count(), batch)
-            failpoints.reach("reseed.carried")
     before = build(files.read_text(archive.record_path(JOB_SQL)), source=archive.record_path(JOB_SQL))
     return {name: carried_cutover(files, QueryLog(files, archived_query(reseed.archive, name)), before, model,
                                   model.pipeline_named[name]) for name in layout.reseeded}

@@ -56,6 +56,11 @@ RESEED_PENDING, RESEEDED, RESEED = "reseed.json", "reseeded", "stategate-reseed"
 OFFSETS, COMMITS, SOURCES, STATE = "offsets", "commits", "sources", "state"
 #: The version line of Spark's log files.
 LOG_VERSION = "v1"
+#: Characters Spark's offline tools (its state reader, its offline repartition) escape twice in a
+#: checkpoint's path (made a URI and back to text, then read as a path: ``#`` becomes a directory
+#: named ``%23``): they find no checkpoint at a path with one. A bare SELECT's query directory is
+#: ``select#1``.
+OFFLINE_UNREADABLE = re.compile(r"[#% ?]")
 
 
 class CheckpointFiles(Protocol):

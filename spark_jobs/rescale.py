@@ -21,21 +21,16 @@ repartitioned at its next start; the log says so.
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass
 
 from pyspark.sql import SparkSession
 
 from stategate.analyzer.settings import ROCKSDB
-from stategate.spark_jobs.checkpoint import QueryLog
+from stategate.spark_jobs.checkpoint import OFFLINE_UNREADABLE, QueryLog
 from stategate.spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.rescale")
 
-#: Characters Spark's offline tools escape twice in a checkpoint's path (its location, made a URI and
-#: back to text, then read as a path: ``#`` becomes a directory named ``%23``). Only a bare SELECT's
-#: query directory (``select#1``) or a root that contains one has them.
-_ESCAPED = re.compile(r"[#% ?]")
 
 
 @dataclass(frozen=True)
@@ -81,9 +76,10 @@ def carry_partitions(spark: SparkSession, storage: HadoopStorage, location: str,
         log.warning("%s keeps its %s state partitions: Spark repartitions RocksDB state only, not %s",
                     location, standing.state_partitions, standing.state_store)
         return done
-    if _ESCAPED.search(location):
+    if OFFLINE_UNREADABLE.search(location):
         log.warning("%s keeps its %s state partitions: Spark's offline repartition finds no checkpoint at a path "
-                    "with any of %s in it", location, standing.state_partitions, _ESCAPED.pattern[1:-1])
+                    "with any of %s in it", location, standing.state_partitions,
+                    OFFLINE_UNREADABLE.pattern[1:-1])
         return done
     done.append(_repartition(spark, query, standing.state_partitions, partitions))
     return done

@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -41,9 +40,9 @@ from stategate.analyzer.build import build
 from stategate.analyzer.aggregates import Pool
 from stategate.analyzer.layout import JobLayout, StageLayout
 from stategate.analyzer.signature import state_signature
-from stategate.spark_jobs.checkpoint import (JOB_SQL, RESEED, RESEEDED, RESEED_PENDING, SIGNATURE, TAKE_OVER,
-                                             Checkpoint, QueryLog, WritableCheckpoint, name_of, query_dir,
-                                             query_dir_name)
+from stategate.spark_jobs.checkpoint import (JOB_SQL, OFFLINE_UNREADABLE, RESEED, RESEED_PENDING, RESEEDED,
+                                             SIGNATURE, TAKE_OVER, Checkpoint, QueryLog, WritableCheckpoint, name_of,
+                                             query_dir, query_dir_name)
 from stategate.spark_jobs import failpoints
 from stategate.spark_jobs.assembly import SLICES_DIR, SliceLog
 from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
@@ -53,9 +52,6 @@ from stategate.spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.reseed")
 
-#: Characters Spark's state data source escapes twice in a path it is given (as its offline
-#: repartition does, :mod:`spark_jobs.rescale`): it finds no checkpoint at a path with one.
-_UNREADABLE = re.compile(r"[#% ?]")
 
 
 class ReseedRefused(RuntimeError):
@@ -105,11 +101,11 @@ def begin(checkpoint: WritableCheckpoint, sql: str, model: JobModel, layout: Job
     when = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%S%fZ")
     archive = checkpoint.record_path(f"{RESEEDED}/{when}")
     for name in sorted(layout.reseeded):
-        if _UNREADABLE.search(archived_query(archive, name)):
+        if OFFLINE_UNREADABLE.search(archived_query(archive, name)):
             raise ReseedRefused(
                 f"cannot re-seed {name}: Spark's state reader finds no checkpoint at a path with any of "
-                f"{_UNREADABLE.pattern[1:-1]} in it ({archived_query(archive, name)}); nothing was changed. Move the "
-                "checkpoint to a path without them, or clear the state")
+                f"{OFFLINE_UNREADABLE.pattern[1:-1]} in it ({archived_query(archive, name)}); nothing was "
+                "changed. Move the checkpoint to a path without them, or clear the state")
     reseed = Reseed(sql_digest(sql), archive,
                     {**state_signature(model, layout), _RESEEDED: sorted(layout.reseeded)})
     checkpoint.files.write_text(checkpoint.record_path(RESEED_PENDING), reseed.to_json())
@@ -188,7 +184,7 @@ def undo_unused(spark: SparkSession, checkpoint: WritableCheckpoint, sql: str) -
 def archived_query(archive: str, pipeline: str) -> str:
     """Where a re-seed archives the query of ``pipeline``: named without the characters Spark's
     state reader cannot open (a bare SELECT's query is ``select#1``)."""
-    return f"{archive}/{_UNREADABLE.sub('_', query_dir_name(pipeline))}"
+    return f"{archive}/{OFFLINE_UNREADABLE.sub('_', query_dir_name(pipeline))}"
 
 
 def finish(checkpoint: WritableCheckpoint, reseed: Reseed, taken: dict[str, Cutover]) -> None:

@@ -193,26 +193,13 @@ def contributions(layout: StageLayout, slots: Sequence[Slot]) -> list[Column]:
 
 def carried_rows(carried: DataFrame, keys: Sequence[str], shape: T.StructType) -> DataFrame:
     """The state carried into a re-seeded layout (one row per group, the buffer's fields by name,
-    ``w`` its slice) as rows of ``shape`` (the input rows' contributions): a row per group with its
-    counts, sums and extremes, and a row per value of each list or set it keeps, which the list's
-    own function gathers again. Its time is the slice's start, so it lands in its own slice."""
+    ``w`` its slice) as rows of ``shape`` (the input rows' contributions): its counts, sums and
+    extremes, a field it lacks (an added aggregate) NULL. No list or set is carried
+    (:mod:`analyzer.reseed` refuses them). Its time is the slice's start, so it lands in its own slice."""
     names = [c.name for c in shape.fields if c.name.startswith(_CONTRIBUTION)]
-    lists = {n for n in names if n.removeprefix(_CONTRIBUTION) in carried.columns
-             and isinstance(carried.schema[n.removeprefix(_CONTRIBUTION)].dataType, T.ArrayType)}
-    start = F.col("w.start").alias("ts")
-
-    def shaped(values: dict[str, Column]) -> list[Column]:
-        return [*[F.col(k) for k in keys], F.col("gs"), start,
-                *[values.get(n, F.lit(None)).cast(shape[n].dataType).alias(n) for n in names]]
-
-    scalars = {n: F.col(n.removeprefix(_CONTRIBUTION)) for n in names
-               if n not in lists and n.removeprefix(_CONTRIBUTION) in carried.columns}
-    rows = carried.select(*shaped(scalars))
-    for name in sorted(lists):
-        field = name.removeprefix(_CONTRIBUTION)
-        rows = rows.unionByName(carried.select(*[F.col(k) for k in keys], "gs", "w",
-                                               F.explode(field).alias(field)).select(*shaped({name: F.col(field)})))
-    return rows.select(*[k for k in keys], "gs", "ts", *names)
+    values = [(F.col(n.removeprefix(_CONTRIBUTION)) if n.removeprefix(_CONTRIBUTION) in carried.columns
+               else F.lit(None)).cast(shape[n].dataType).alias(n) for n in names]
+    return carried.select(*keys, "gs", F.col("w.start").alias("ts"), *values)
 
 
 #: The prefix of a contribution column (:func:`contributions`).
@@ -272,7 +259,7 @@ def _merged_field(field: _Field, ts: str, tag: int) -> Column:
     if field.slot is None and field.name != ROWS:
         return _idle(field, ts, tag)
     function = "sum" if field.name == ROWS else _input(field)[0]
-    function = MERGE[field.function] if function == "count" else function
+    function = MERGE[function] if function == "count" else function  # a count is a sum of counts
     return F.expr(f"{function}(`{_contribution(field.name)}`) FILTER (WHERE `{ts}` <> {_never(tag)})") \
         .alias(field.name)
 

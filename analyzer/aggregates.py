@@ -75,7 +75,13 @@ class Field:
 COUNTED = Field("c", "int", "count", Pool.PLAIN)
 EXACT_SUM = Field("x", "decimal", "sum", Pool.PLAIN)
 FLOATING_VALUE = Field("d", "double", "sum", Pool.PLAIN)
+#: An integer's SUM, MIN or MAX, in a long as Spark keeps it (a long wraps where Flink's integer
+#: sums wrap; ANSI Spark stops instead). Slots recorded before it keep integers as exact numbers.
+INTEGER_VALUE = Field("i", "bigint", "sum", Pool.PLAIN, generic=False)
 EXACT_EXTREME = Field("o", "decimal", "max", Pool.PLAIN)  # exact numbers, and times as microseconds
+#: The digits a time's microseconds are kept in: those of every Flink TIMESTAMP (years 0000 to 9999)
+#: fit 18, which a decimal holds in a long, as Spark keeps a time.
+TIME_DIGITS = 18
 TEXT_EXTREME = Field("s", "string", "max", Pool.TEXT)
 VALUES = Field("dv", "string", "collect_set", Pool.DISTINCT)
 FLOATING_SQUARES = Field("q", "double", "sum", Pool.PLAIN, generic=False)
@@ -94,7 +100,7 @@ LAST_ARRIVED = Field("la", ARRIVED, "max", Pool.TEXT, generic=False)
 ALL_ARRIVED = Field("al", ARRIVED, "collect_list", Pool.TEXT, generic=False)  # the list of them
 VALUE_LIST = Field("cl", "string", "collect_list", Pool.TEXT, generic=False)  # every value, as text, in no order
 #: Every kind of field, in the order a slot's fields stand in the buffer.
-FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES,
+FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, INTEGER_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES,
           FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED, VALUE_LIST)
 
 #: How a field is filled from input rows: an aggregate function of the row's value, of its square
@@ -168,6 +174,10 @@ class AggregateFunction:
     :param takes_distinct: whether it runs with DISTINCT
     :param keeps_nulls: whether a NULL value counts (ARRAY_AGG keeps it, as Flink's default RESPECT
         NULLS does, unless written with IGNORE NULLS); every other aggregate skips NULLs
+    :param own_type: its state takes exact values in their own type (a DECIMAL(10, 2) as one),
+        and Spark's aggregate function keeps them as in Spark's own buffer (a sum in 10 digits
+        more); otherwise in 38 digits, what an AVG or a STDDEV keeps, whose division and squares
+        must not round
     """
 
     name: str
@@ -178,6 +188,7 @@ class AggregateFunction:
     literals: int = 0
     takes_distinct: bool = True
     keeps_nulls: bool = False
+    own_type: bool = False
 
     def state_of(self, family: Family | None) -> State | None:
         """The state it keeps over values of ``family``; None where it takes no such argument."""
@@ -203,9 +214,11 @@ class AggregateFunction:
 
 def _extreme(name: str, function: str, result: Result) -> AggregateFunction:
     return AggregateFunction(name, {Family.EXACT: ((EXACT_EXTREME, function),),
+                                    Family.INTEGER: ((INTEGER_VALUE, function),),
                                     Family.TIME: ((EXACT_EXTREME, function),),
                                     Family.FLOATING: ((FLOATING_VALUE, function),),
-                                    Family.TEXT: ((TEXT_EXTREME, function),)}, result)
+                                    Family.TEXT: ((TEXT_EXTREME, function),)}, result,
+                             integers_as=Family.INTEGER, own_type=True)
 
 
 def _spread(name: str, result: Result, flink: str = "") -> AggregateFunction:
@@ -219,8 +232,9 @@ def _spread(name: str, result: Result, flink: str = "") -> AggregateFunction:
 
 AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     AggregateFunction("COUNT", {None: ((COUNTED, "count"),)}, Result.COUNT),
-    AggregateFunction("SUM", {Family.EXACT: ((EXACT_SUM, "sum"),), Family.FLOATING: ((FLOATING_VALUE, "sum"),)},
-                      Result.SUM),
+    AggregateFunction("SUM", {Family.EXACT: ((EXACT_SUM, "sum"),), Family.INTEGER: ((INTEGER_VALUE, "sum"),),
+                              Family.FLOATING: ((FLOATING_VALUE, "sum"),)},
+                      Result.SUM, integers_as=Family.INTEGER, own_type=True),
     _extreme("MIN", "min", Result.MIN),
     _extreme("MAX", "max", Result.MAX),
     AggregateFunction("AVG", {Family.EXACT: ((COUNTED, "count"), (EXACT_SUM, "sum")),

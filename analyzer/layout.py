@@ -40,11 +40,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Mapping
 
-from stategate.analyzer.aggregates import AGGREGATES, FIELDS, Field, Pool, state_of
+from stategate.analyzer.aggregates import AGGREGATES, FIELDS, TIME_DIGITS, Field, Pool, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Aggregate, JobModel, WindowAggregate
 from stategate.analyzer.reseed import reseedable
-from stategate.analyzer.value_types import Family, exact_scale, family, is_integer
+from stategate.analyzer.value_types import MAX_DIGITS, Family, exact_type, family, is_integer
 
 #: Layout names as recorded beside the state. v1 stored one state row per aggregate (unpivoted);
 #: v2 kept string MIN/MAX fields in every plain slot; v3 gave every slot the fields of every shape.
@@ -68,12 +68,15 @@ EXACT_SCALE = 18
 @dataclass(frozen=True)
 class Shape:
     """What a slot's fields were made for: one aggregate function over one value family, its exact
-    values kept at ``scale``; or, generic (no function), every aggregate its pool holds. Recorded as
-    text: ``SUM:m2``, ``AVG:d``, ``COUNT``, ``*``."""
+    values kept at ``scale`` in ``precision`` digits; or, generic (no function), every aggregate its
+    pool holds. Recorded as text: ``SUM:m2p10`` (a sum of DECIMAL(10, 2) values), ``SUM:i`` (of
+    integers), ``MAX:t0p18``, ``AVG:d``, ``COUNT``, ``*``. A shape recorded without a precision
+    (``SUM:m2``, before state rows were kept at Spark's width) takes values in 38 digits."""
 
     function: str | None = None
     family: Family | None = None
     scale: int | None = None
+    precision: int | None = None
 
     @classmethod
     def parse(cls, text: str) -> Shape:
@@ -82,20 +85,51 @@ class Shape:
         function, _, rest = text.partition(":")
         if not rest:
             return cls(function)
-        digits = rest[1:]
-        return cls(function, Family(rest[0]), int(digits) if digits else None)
+        scale, _, precision = rest[1:].partition("p")
+        return cls(function, Family(rest[0]), int(scale) if scale else None, int(precision) if precision else None)
 
     def __str__(self) -> str:
         if self.function is None:
             return _GENERIC
         if self.family is None:
             return self.function
-        return f"{self.function}:{self.family.value}{'' if self.scale is None else self.scale}"
+        scale = "" if self.scale is None else self.scale
+        precision = "" if self.precision is None else f"p{self.precision}"
+        return f"{self.function}:{self.family.value}{scale}{precision}"
 
     @property
     def kept_scale(self) -> int:
         """The scale this slot keeps exact values at."""
         return EXACT_SCALE if self.scale is None else self.scale
+
+    def sql_type(self, field: Field) -> str:
+        """The type a field of this slot takes values in (Spark's aggregate function keeps them as
+        its own buffer does: a sum of DECIMAL(p, s) in 10 digits more): a decimal at the slot's
+        scale and precision (a sum of squares at twice the scale, in 38 digits), else the field's own."""
+        if field.sql_type != "decimal":
+            return field.sql_type
+        if field.squared:
+            return f"decimal({MAX_DIGITS},{2 * self.kept_scale})"
+        return f"decimal({self.precision or MAX_DIGITS},{self.kept_scale})"
+
+    def holds(self, other: Shape) -> bool:
+        """Whether a slot of this shape holds an aggregate that needs a slot of ``other``: the same
+        shape, or one that keeps more digits (integers as exact numbers, as slots recorded before
+        integers had a field of their own keep them)."""
+        if other.family is Family.INTEGER and self.family is Family.EXACT:
+            other = other.as_exact
+        wider = self.precision is None or (other.precision is not None and other.precision <= self.precision)
+        return replace(self, precision=None) == replace(other, precision=None) and wider
+
+    @property
+    def as_exact(self) -> Shape:
+        """An integer aggregate's shape as a slot without the integer field keeps it: exact, at scale 0."""
+        return replace(self, family=Family.EXACT, scale=0, precision=None)
+
+    def kept_family(self, family: Family) -> Family:
+        """The family this slot keeps values an aggregate computes in ``family`` in: integers as
+        exact numbers where the slot has no integer field (generic, or recorded exact)."""
+        return Family.EXACT if family is Family.INTEGER and self.family in (None, Family.EXACT) else family
 
     def fields(self, pool: Pool) -> tuple[Field, ...]:
         """The fields a slot of this shape has in ``pool``, in buffer order: the fields its
@@ -106,14 +140,18 @@ class Shape:
         return tuple(f for f in FIELDS if f in kept)
 
     def fits_generic(self, pool: Pool) -> bool:
-        """Whether a generic slot of ``pool`` has every field a slot of this shape has."""
-        return all(f.generic for f in self.fields(pool))
+        """Whether a generic slot of ``pool`` has every field a slot of this shape has (an
+        integer's: those it keeps exact numbers in)."""
+        shape = self.as_exact if self.family is Family.INTEGER else self
+        return all(f.generic for f in shape.fields(pool))
 
 
 _GENERIC = "*"
 #: The aggregates only a slot of their own shape holds: fields of theirs no generic slot has.
+#: (An integer's field is not generic, but a generic slot keeps integers as exact numbers.)
 _SHAPED_ONLY = tuple(a.spelled for a in AGGREGATES.values()
-                     if any(not f.generic for state in a.state.values() for f, _ in state))
+                     if any(not f.generic for family, state in a.state.items() if family is not Family.INTEGER
+                            for f, _ in state))
 #: The shape of a slot made for no aggregate in particular.
 GENERIC = Shape()
 
@@ -167,7 +205,7 @@ class Slots:
         added = [i for i in shapes if i not in kept]
         taken: dict[str, int] = {}
         # Shaped slots first: a generic slot is spent only where no slot of the aggregate's shape is free.
-        for fits in (lambda i, s: self.shapes[s] == shapes[i],
+        for fits in (lambda i, s: self.shapes[s].holds(shapes[i]),
                      lambda i, s: self.shapes[s] == GENERIC and shapes[i].fits_generic(what)):
             for identity in [i for i in added if i not in taken]:
                 slot = next((s for s in free if fits(identity, s)), None)
@@ -209,12 +247,18 @@ class StageLayout:
     :param seeded: the state was carried from an older checkpoint into this layout (re-seeded,
         :mod:`analyzer.reseed`): its fields are filled by the functions that merge them, so that the
         carried state and input rows meet in one aggregation. Fixed for the checkpoint's life.
+    :param set_keyed: the state key has a grouping-set column (``gs``): a stage with GROUPING SETS,
+        one without group keys (Spark runs no session window keyed by its window alone), and every
+        layout recorded before state rows were kept at Spark's width. Otherwise the column is
+        always 0, and every state row would carry it for nothing. Fixed for the checkpoint's life:
+        adding or removing GROUPING SETS, or every group key, is INCOMPATIBLE.
     """
 
     plain: Slots
     text: Slots
     distinct: Slots
     seeded: bool = False
+    set_keyed: bool = True
 
     def pool(self, pool: Pool) -> Slots:
         return {Pool.PLAIN: self.plain, Pool.TEXT: self.text, Pool.DISTINCT: self.distinct}[pool]
@@ -228,19 +272,22 @@ class StageLayout:
         raise KeyError(identity)
 
     def to_dict(self) -> dict[str, Any]:
-        return {**{pool.value: self.pool(pool).to_dict() for pool in Pool}, **({SEEDED: True} if self.seeded else {})}
+        return {**{pool.value: self.pool(pool).to_dict() for pool in Pool}, **({SEEDED: True} if self.seeded else {}),
+                **({SET_KEYED: False} if not self.set_keyed else {})}
 
     @classmethod
-    def of(cls, pools: Mapping[Pool, Slots], seeded: bool = False) -> StageLayout:
-        return cls(pools[Pool.PLAIN], pools[Pool.TEXT], pools[Pool.DISTINCT], seeded)
+    def of(cls, pools: Mapping[Pool, Slots], seeded: bool = False, set_keyed: bool = True) -> StageLayout:
+        return cls(pools[Pool.PLAIN], pools[Pool.TEXT], pools[Pool.DISTINCT], seeded, set_keyed)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageLayout:
-        return cls.of({pool: Slots.from_dict(data[pool.value]) for pool in Pool}, bool(data.get(SEEDED, False)))
+        return cls.of({pool: Slots.from_dict(data[pool.value]) for pool in Pool}, bool(data.get(SEEDED, False)),
+                      bool(data.get(SET_KEYED, True)))
 
 
-#: The key of a re-seeded stage in a recorded layout.
-SEEDED = "seeded"
+#: The keys of a re-seeded stage, and of one whose state key has no grouping-set column, in a
+#: recorded layout.
+SEEDED, SET_KEYED = "seeded", "gs"
 
 
 @dataclass(frozen=True)
@@ -292,7 +339,7 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
             pooled = _pooled(model, stage)
             try:
                 stages.append(StageLayout.of({pool: layout.pool(pool).evolve(pooled[pool], watermark, until, pool)
-                                              for pool in Pool}, layout.seeded))
+                                              for pool in Pool}, layout.seeded, layout.set_keyed))
             except NoRoom as error:
                 if pipeline.name not in reseed:
                     raise NoRoom(f"pipeline {pipeline.name}: {error}", pipeline.name) from None
@@ -333,12 +380,16 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     slot is one set whatever it aggregates, and an argument whose type cannot be told needs every
     field: both are :data:`GENERIC`.
 
-    A SUM, MIN or MAX of exact numbers whose scale is certain keeps it (``SUM:m2``: kept as
-    DECIMAL(38, 2), Flink's own type for that sum): kept at :data:`EXACT_SCALE` instead, each value
-    would be rescaled, a big-number multiplication per row and field. AVG keeps
-    :data:`EXACT_SCALE`: its division must not round before the result is cut to the result type.
-    A STDDEV or VARIANCE of exact numbers keeps their scale too, and its sum of squares twice it:
-    it needs a certain scale (:mod:`analyzer.runnable` refuses an argument without one)."""
+    A SUM, MIN or MAX of integers keeps a long, and one of other exact numbers whose type is
+    certain keeps their own type (``SUM:m2p10``, ``MAX:m2p10``: a DECIMAL(10, 2), which Spark's sum
+    keeps in DECIMAL(20, 2)); one of times keeps their microseconds in 18 digits
+    (``MAX:t0p18``, :data:`~analyzer.aggregates.TIME_DIGITS`). So a state row is as wide as Spark's
+    own (a decimal of up to 18 digits is a long in Spark's rows, a wider one 24 bytes), and a value
+    is never rescaled (kept at :data:`EXACT_SCALE` instead, each would be: a big-number
+    multiplication per row and field). AVG keeps :data:`EXACT_SCALE` in 38 digits: its division
+    must not round before the result is cut to the result type. A STDDEV or VARIANCE of exact
+    numbers keeps their scale in 38 digits, and its sum of squares twice it: it needs a certain
+    scale (:mod:`analyzer.runnable` refuses an argument without one)."""
     if aggregate.distinct:
         return GENERIC
     function = AGGREGATES.get(aggregate.function)
@@ -347,9 +398,15 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     found = argument_family(model, aggregate)
     if found is None:
         return GENERIC
-    scale = exact_scale(model, aggregate.args[0].expr) \
+    own_type = function is not None and function.own_type
+    if found is Family.TIME and own_type:
+        return Shape(aggregate.function, found, 0, TIME_DIGITS)
+    exact = exact_type(model, aggregate.args[0].expr) \
         if found is Family.EXACT and aggregate.function != "AVG" else None
-    return Shape(aggregate.function, found, scale)
+    if exact is None:
+        return Shape(aggregate.function, found)
+    precision, scale = exact
+    return Shape(aggregate.function, found, scale, precision if own_type else None)
 
 
 def _pooled(model: JobModel, stage: WindowAggregate) -> dict[Pool, dict[str, Shape]]:
@@ -368,7 +425,8 @@ def _fresh(model: JobModel, stage: WindowAggregate, headroom: int) -> StageLayou
         spare = headroom if shaped or pool is Pool.PLAIN else 0
         width = max(len(shaped), _setting(model, WIDTH_SETTINGS[pool], len(shaped) + spare))
         pools[pool] = Slots(tuple((shaped + [GENERIC] * width)[:width])).evolve(pooled[pool], None, None, pool)
-    return StageLayout.of(pools)
+    keyed = any(not k.is_window for k in stage.group_keys)
+    return StageLayout.of(pools, set_keyed=stage.grouping_sets is not None or not keyed)
 
 
 def _setting(model: JobModel, key: str, default: int) -> int:

@@ -50,10 +50,11 @@ def value_type(model: JobModel, expr: exp.Expr) -> exp.DataType:
 
 class Family(str, Enum):
     """A value family, as the state keeps values: exact numbers (integers and decimals, kept as
-    DECIMAL(38, s): see :func:`exact_scale`), floating point, time and text. The values are the
+    decimals: see :func:`exact_type`), floating point, time and text. The values are the
     letters a recorded slot shape spells them with (``SUM:m2``)."""
 
     EXACT = "m"
+    INTEGER = "i"  # never a type's family: the one a SUM, MIN or MAX keeps integers in (a long, as Spark)
     FLOATING = "d"
     TIME = "t"
     TEXT = "s"
@@ -64,7 +65,7 @@ class Family(str, Enum):
         return _DESCRIBED[self]
 
 
-_DESCRIBED = {Family.EXACT: "an exact number", Family.FLOATING: "a floating-point number", Family.TIME: "a time",
+_DESCRIBED = {Family.EXACT: "an exact number", Family.INTEGER: "an integer", Family.FLOATING: "a floating-point number", Family.TIME: "a time",
               Family.TEXT: "text"}
 _FAMILIES = (
     (Family.EXACT, exp.DataType.INTEGER_TYPES | {exp.DataType.Type.BOOLEAN}
@@ -85,13 +86,28 @@ def exact_scale(model: JobModel, expr: exp.Expr) -> int | None:
     """The scale an exact ``expr`` has on any engine, where that is certain: 0 for integers, and
     the declared scale of a DECIMAL column or CAST. None otherwise (decimal arithmetic: engines
     choose result scales by rules of their own)."""
+    found = exact_type(model, expr)
+    return None if found is None else found[1]
+
+
+def exact_type(model: JobModel, expr: exp.Expr) -> tuple[int, int] | None:
+    """The (precision, scale) of an exact ``expr`` on any engine, where that is certain: the
+    declared DECIMAL(p, s) of a column or CAST, and an integer type as the decimal Spark widens it
+    to (an INT to DECIMAL(10, 0), a BIGINT to DECIMAL(20, 0)). None otherwise."""
     kind = value_type(model, expr)
     if kind.this in exp.DataType.INTEGER_TYPES:
-        return 0
+        return _INTEGER_DIGITS.get(kind.this, MAX_DIGITS), 0
     if kind.this == exp.DataType.Type.DECIMAL and len(kind.expressions) == 2 \
             and isinstance(expr.unnest(), (exp.Column, exp.Cast)):
-        return int(kind.expressions[1].name)
+        return int(kind.expressions[0].name), int(kind.expressions[1].name)
     return None
+
+
+#: The most digits a DECIMAL holds, on Flink and on Spark.
+MAX_DIGITS = 38
+#: The decimal digits Spark gives each integer type (``DecimalType.forType``).
+_INTEGER_DIGITS = {exp.DataType.Type.TINYINT: 3, exp.DataType.Type.SMALLINT: 5, exp.DataType.Type.INT: 10,
+                   exp.DataType.Type.BIGINT: 20}
 
 
 def is_integer(model: JobModel, expr: exp.Expr) -> bool:

@@ -32,7 +32,7 @@ from pyspark.sql.types import StructType
 from stategate.spark_jobs import state
 from stategate.spark_jobs.checkpoint import QueryLog
 from stategate.spark_jobs.slicing import SharedSlices
-from stategate.spark_jobs.state import Slot
+from stategate.spark_jobs.state import GROUPING_SET, Slot
 from stategate.spark_jobs.storage import HadoopStorage
 
 #: Beside a query's checkpoint files: the retained slices (:class:`SliceLog`).
@@ -67,7 +67,7 @@ class WindowAssembler:
         low, high = self._watermark(storage, batch_id - 1), self._watermark(storage, batch_id)
         log = SliceLog(storage, self.location, self.slices)
         plan = self._plan
-        added = slices.select(*self.keys, "gs", "w", *plan.pooled)
+        added = slices.select(*self.keys, GROUPING_SET, "w", *plan.pooled)
         # A field an entry lacks (an aggregate added at a restart takes a slot no retained slice
         # has values in) reads as null, as its slot's state does.
         entries = log.read_by(batch_id)
@@ -89,7 +89,7 @@ class WindowAssembler:
     def shaped(self, slices: DataFrame) -> DataFrame:
         """Slices with the columns of the windows they are assembled into (the pool's): what a
         batch's plan is analysed over before any batch runs."""
-        return slices.select(*self.keys, "gs", "w", *self._plan.pooled)
+        return slices.select(*self.keys, GROUPING_SET, "w", *self._plan.pooled)
 
     def needed(self, storage: HadoopStorage, entries: list[tuple[int, bool]], low: int | None) -> list[tuple[int, bool]]:
         """The ``entries`` that can hold a slice of a window ending after ``low``: the others are not
@@ -146,9 +146,9 @@ class WindowAssembler:
         # Each slice that counts in a window the batch closes moves once, to the partition of its
         # group, and meets its windows there: the aggregation then needs no shuffle of its own,
         # which moved each slice once per window (ten times over for HOP 10 min / 1 min).
-        meeting = bounds.where(plan.meets).repartition(*self.keys, "gs")
-        pairs = meeting.select(*self.keys, "gs", *plan.values, plan.slice_order, plan.ends)
-        return pairs.groupBy(*self.keys, "gs", "_end").agg(*plan.combined).select(*self.keys, "gs", plan.window,
+        meeting = bounds.where(plan.meets).repartition(*self.keys, GROUPING_SET)
+        pairs = meeting.select(*self.keys, GROUPING_SET, *plan.values, plan.slice_order, plan.ends)
+        return pairs.groupBy(*self.keys, GROUPING_SET, "_end").agg(*plan.combined).select(*self.keys, GROUPING_SET, plan.window,
                                                                                   *plan.values)
 
 

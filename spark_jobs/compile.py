@@ -169,13 +169,15 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     keyed = state.explode_grouping_sets(projected, keys, sets, carry)
     slicer = slicer_for(_window(aggregate))
     if layout.seeded:  # the input rows' contributions, and the state carried from the old checkpoint
-        keyed = keyed.select(*keys, "gs", "ts", *state.contributions(layout, slots))
+        keyed = keyed.select(*keys, state.GROUPING_SET, "ts", *state.contributions(layout, slots))
         keyed = keyed.unionByName(state.carried_rows(read_carried(spark, location), keys, keyed.schema))
-    stream = keyed.groupBy(*keys, "gs", slicer.slice(F.col("ts")).alias("w")) \
+    assert layout.set_keyed or sets is None, "adding GROUPING SETS is INCOMPATIBLE: the layout is fresh"
+    stream = keyed.groupBy(*keys, *state.set_key(layout), slicer.slice(F.col("ts")).alias("w")) \
         .agg(*state.accumulate(layout, slots, "ts"))
     assembler = WindowAssembler(slicer, slots, keys, location, slices) if isinstance(slicer, SharedSlices) else None
     fields = state.buffer_fields(layout)
-    return Stage(aggregate, stream.select(*keys, "gs", "w", *fields), keys, slots, slicer, assembler)
+    return Stage(aggregate, stream.select(*keys, state.grouping_set(layout), "w", *fields), keys, slots, slicer,
+                 assembler)
 
 
 def _compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin, layouts: tuple[StageLayout, ...],
@@ -251,8 +253,8 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
     if value is None:
         return Slot(agg, pool, index, None, Family.EXACT, T.LongType(), flt)
     data_type = projected.schema[value].dataType
-    family = state.family_of(data_type, agg.function)
     shape = layout.pool(pool).shapes[index]
+    family = shape.kept_family(state.family_of(data_type, agg.function))
     expected = shape.family  # COUNT and generic slots take any family
     if not agg.distinct and (state_of(agg.function, family, False)[0][0].pool is not pool
                              or expected not in (None, family)):
@@ -267,6 +269,12 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
         # Kept at the slot's scale, the values would be rounded.
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but its state "
                             f"keeps {shape.kept_scale} decimal places; write CAST(... AS DECIMAL(p, "
+                            f"{shape.kept_scale})) around it")
+    if family is Family.EXACT and shape.precision is not None and not agg.distinct \
+            and state.digits_of(data_type) > shape.precision:
+        # Taken in fewer digits than Spark gives the argument, a value would overflow.
+        raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but its state "
+                            f"takes {shape.precision} digits; write CAST(... AS DECIMAL({shape.precision}, "
                             f"{shape.kept_scale})) around it")
     return Slot(agg, pool, index, value, family, data_type, flt)
 

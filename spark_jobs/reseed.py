@@ -37,7 +37,7 @@ from pyspark.sql import functions as F
 
 from stategate.analyzer import JobModel
 from stategate.analyzer.build import build
-from stategate.analyzer.aggregates import Pool
+from stategate.analyzer.aggregates import INTEGER_VALUE, Pool
 from stategate.analyzer.layout import JobLayout, StageLayout
 from stategate.analyzer.signature import state_signature
 from stategate.spark_jobs.checkpoint import (JOB_SQL, OFFLINE_UNREADABLE, RESEED, RESEED_PENDING, RESEEDED,
@@ -47,7 +47,7 @@ from stategate.spark_jobs import failpoints
 from stategate.spark_jobs.assembly import SLICES_DIR, SliceLog
 from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
 from stategate.spark_jobs.lifecycle import sql_digest
-from stategate.spark_jobs.state import ROWS, stored_fields
+from stategate.spark_jobs.state import GROUPING_SET, ROWS, stored_fields
 from stategate.spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.reseed")
@@ -222,12 +222,15 @@ def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, ba
         for identity, slot in new.pool(pool).assigned:
             if identity not in before:
                 continue
-            for field in new.pool(pool).shapes[slot].fields(pool):
-                name = f"{field.stem}{before[identity]}"
-                if name in groups.columns:
+            shape = new.pool(pool).shapes[slot]
+            for position, field in enumerate(shape.fields(pool)):
+                # An integer's field was an exact number's in a slot made before integers had one.
+                stems = [field.stem, *([shape.as_exact.fields(pool)[position].stem] if field is INTEGER_VALUE else [])]
+                name = next((n for n in (f"{stem}{before[identity]}" for stem in stems) if n in groups.columns), None)
+                if name is not None:
                     renamed.append(F.col(name).alias(f"{field.stem}{slot}"))
-    keys = groups.columns[:groups.columns.index("gs")]
-    return groups.select(*keys, "gs", "w", ROWS, *renamed)
+    keys = groups.columns[:groups.columns.index(GROUPING_SET)]
+    return groups.select(*keys, GROUPING_SET, "w", ROWS, *renamed)
 
 
 def read_carried(spark: SparkSession, location: str) -> DataFrame:

@@ -10,18 +10,21 @@ Here the streaming aggregation's buffer never depends on the query. It is the sl
 the checkpoint recorded (:mod:`analyzer.layout`), each aggregate in the slot assigned to its
 identity, each slot with the fields of its shape (:mod:`analyzer.aggregates`)::
 
-    key:   k0..kn (group keys, by position), gs (grouping set), w (slice)
+    key:   k0..kn (group keys, by position), gs (grouping set: with GROUPING SETS only), w (slice)
     value: n          rows of the group (shapes sessions and windows)
            c<i>       values counted by plain slot i (COUNT, AVG)
-           x<i>       the exact sum (decimal(38, s)) of plain slot i (SUM, AVG)
+           x<i>       the exact sum (decimal(p, s)) of plain slot i (SUM, AVG)
            d<i>       floating point: the sum, MIN or MAX of plain slot i
-           o<i>       the exact MIN or MAX (decimal(38, s)) of plain slot i (times as microseconds)
+           o<i>       the exact MIN or MAX (decimal(p, s)) of plain slot i (times as microseconds)
            s<k>       text slot k: MIN or MAX of text
            fa<k>/la<k> text slot k: the first or last value (as text) with its arrival (FIRST_VALUE, LAST_VALUE)
            al<k>      text slot k: every value (as text) with its arrival (LISTAGG, ARRAY_AGG)
            dv<j>      distinct slot j: the set of values, as text
 
-where ``s`` is the scale the slot's shape keeps. Every field is an aggregate with a FILTER
+where ``s`` and ``p`` are the scale and the digits the slot's shape keeps: as many as Spark's own
+buffer for the aggregate (a SUM of DECIMAL(10, 2) in DECIMAL(20, 2), its MAX in DECIMAL(10, 2), a
+time's microseconds in 18 digits, a long in Spark's rows), 38 where the argument's type is not
+certain and in slots recorded before. Every field is an aggregate with a FILTER
 (:func:`accumulate`): a row touches only the fields its aggregates use, and a field no aggregate
 reads is never updated, so adding an aggregate to a free slot starts it from zero in every open
 window. Group keys stay positional: changing or reordering them is INCOMPATIBLE by the rules, and
@@ -44,12 +47,14 @@ from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, AGGREGATES, FIRST_BY_
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
-from stategate.analyzer.value_types import Family
+from stategate.analyzer.value_types import MAX_DIGITS, Family
 
 #: The internal row count every layout keeps, whatever the query's aggregates: it says which
 #: (key, window) groups exist and shapes sessions. It is not the user's COUNT(*), which has a slot
 #: of its own and so starts from zero when it is added, as the PARTIAL verdict promises.
 ROWS = "n"
+#: The column numbering a row's grouping set (0 without GROUPING SETS).
+GROUPING_SET = "gs"
 #: The input column saying where a row arrived from (``analyzer.aggregates.ARRIVAL``), for the
 #: aggregates that follow arrival order (:func:`spark_jobs.connectors.read_stream`).
 ARRIVAL = "_arrival"
@@ -58,7 +63,8 @@ _BY_ARRIVAL = {FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max", ALL_BY_ARRIVAL: 
 
 #: The type sums are kept in, per summable value family (as the analyzer tells them), where a slot's
 #: shape says no scale (distinct slots, generic slots).
-SUM_TYPES: dict[Family, T.DataType] = {Family.EXACT: T.DecimalType(38, EXACT_SCALE), Family.FLOATING: T.DoubleType()}
+SUM_TYPES: dict[Family, T.DataType] = {Family.EXACT: T.DecimalType(38, EXACT_SCALE), Family.INTEGER: T.LongType(),
+                                        Family.FLOATING: T.DoubleType()}
 
 
 def family_of(data_type: T.DataType, function: str) -> Family:
@@ -75,6 +81,16 @@ def family_of(data_type: T.DataType, function: str) -> Family:
         raise SQLModelError(f"{function} over a {data_type.simpleString()} value is not supported") from None
     assert found is not None
     return found
+
+
+def digits_of(data_type: T.DataType) -> int:
+    """The decimal digits an exact Spark type holds (an integer type's as Spark widens it to a decimal)."""
+    if isinstance(data_type, T.DecimalType):
+        return data_type.precision
+    return _INTEGER_DIGITS.get(type(data_type), 1)
+
+
+_INTEGER_DIGITS: dict[type[T.DataType], int] = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10, T.LongType: 20}
 
 
 _SPARK_FAMILIES: tuple[tuple[Family, tuple[type, ...]], ...] = (
@@ -124,8 +140,9 @@ def stored_fields(state: DataFrame, layout: StageLayout) -> DataFrame:
     ``isEmpty``, ``max``), in buffer order, so they are taken by position: a field is one column,
     an exact sum two, the second saying the sum saw no value (its first is then 0, not NULL)."""
     key = state.schema["key"].dataType.names  # type: ignore[attr-defined]
-    keys = [F.col(f"key.`{name}`").alias(name) for name in key[:-2]]
-    columns = [*keys, F.col(f"key.`{key[-2]}`").alias("gs"), F.col(f"key.`{key[-1]}`").alias("w")]
+    keys = [F.col(f"key.`{name}`").alias(name) for name in key[:-1 - len(set_key(layout))]]
+    grouping = F.col(f"key.`{key[-2]}`") if layout.set_keyed else F.lit(0)
+    columns = [*keys, grouping.alias(GROUPING_SET), F.col(f"key.`{key[-1]}`").alias("w")]
     # Two COUNTs make two columns named ``count``: each is renamed after its position.
     stored: T.StructType = state.schema["value"].dataType  # type: ignore[assignment]
     value = state["value"].cast(T.StructType([T.StructField(f"_{i}", f.dataType) for i, f in enumerate(stored)]))
@@ -142,20 +159,30 @@ def stored_fields(state: DataFrame, layout: StageLayout) -> DataFrame:
     return state.select(*columns)
 
 
+def set_key(layout: StageLayout) -> list[str]:
+    """The grouping-set column where it is part of the state key (``StageLayout.set_keyed``)."""
+    return [GROUPING_SET] if layout.set_keyed else []
+
+
+def grouping_set(layout: StageLayout) -> Column:
+    """A stage's grouping-set column after its aggregation: the key's, or 0 where the key has none."""
+    return F.col(GROUPING_SET) if layout.set_keyed else F.lit(0).alias(GROUPING_SET)
+
+
 def explode_grouping_sets(df, keys: Sequence[str], grouping_sets: Sequence[Sequence[int]] | None,
                           carry: Sequence[str]):
     """One row per (input row, grouping set): ``gs`` numbers the set, keys outside it are null."""
     if grouping_sets is None:
-        return df.select(*carry, *keys, F.lit(0).alias("gs"))
+        return df.select(*carry, *keys, F.lit(0).alias(GROUPING_SET))
     key_structs = F.array(*[
-        F.struct(F.lit(index).alias("gs"), *[
+        F.struct(F.lit(index).alias(GROUPING_SET), *[
             (F.col(k) if i in members else F.lit(None).cast(df.schema[k].dataType)).alias(k)
             for i, k in enumerate(keys)
         ])
         for index, members in enumerate(grouping_sets)
     ])
     return df.select(*carry, F.explode(key_structs).alias("_k")) \
-        .select(*carry, *[F.col(f"_k.{k}").alias(k) for k in keys], F.col("_k.gs").alias("gs"))
+        .select(*carry, *[F.col(f"_k.{k}").alias(k) for k in keys], F.col(f"_k.{GROUPING_SET}").alias(GROUPING_SET))
 
 
 def accumulate(layout: StageLayout, slots: Sequence[Slot], ts: str) -> list[Column]:
@@ -187,8 +214,18 @@ def contributions(layout: StageLayout, slots: Sequence[Slot]) -> list[Column]:
     for field in held:
         function, argument, guard = _input(field)
         value = F.expr(f"CASE WHEN {guard} THEN {argument} END")
-        columns.append((value.cast("long") if function == "count" else value).alias(_contribution(field.name)))
+        if function == "count":
+            value = value.cast("long")
+        elif function == "sum" and field.sql_type.startswith("decimal"):  # as wide as a carried sum
+            value = value.cast(_sum_type(field.sql_type))
+        columns.append(value.alias(_contribution(field.name)))
     return columns
+
+
+def _sum_type(decimal: str) -> str:
+    """The type Spark's sum of values of the ``decimal(p,s)`` type keeps: 10 digits more, at most 38."""
+    precision, scale = (int(n) for n in decimal.removeprefix("decimal(").removesuffix(")").split(","))
+    return f"decimal({min(MAX_DIGITS, precision + 10)},{scale})"
 
 
 def carried_rows(carried: DataFrame, keys: Sequence[str], shape: T.StructType) -> DataFrame:
@@ -199,7 +236,7 @@ def carried_rows(carried: DataFrame, keys: Sequence[str], shape: T.StructType) -
     names = [c.name for c in shape.fields if c.name.startswith(_CONTRIBUTION)]
     values = [(F.col(n.removeprefix(_CONTRIBUTION)) if n.removeprefix(_CONTRIBUTION) in carried.columns
                else F.lit(None)).cast(shape[n].dataType).alias(n) for n in names]
-    return carried.select(*keys, "gs", F.col("w.start").alias("ts"), *values)
+    return carried.select(*keys, GROUPING_SET, F.col("w.start").alias("ts"), *values)
 
 
 #: The prefix of a contribution column (:func:`contributions`).
@@ -236,9 +273,7 @@ def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_F
             held = dict(slot_fields(slot)) if slot else {}
             for field in shape.fields(pool):
                 name = f"{field.stem}{i}"
-                scale = shape.kept_scale * (2 if field.squared else 1)
-                sql_type = f"decimal(38,{scale})" if field.sql_type == "decimal" else field.sql_type
-                fields.append(_Field(name, held.get(name, field.idle), sql_type, slot if name in held else None,
+                fields.append(_Field(name, held.get(name, field.idle), shape.sql_type(field), slot if name in held else None,
                                      field.buffer_width))
     return fields
 

@@ -7,7 +7,8 @@ import pytest
 from stategate.analyzer import Report, SQLModelError, Verdict, build, compare_models
 from stategate.analyzer.report import Carried
 from stategate.analyzer.judgement import Deployed, judge
-from stategate.analyzer.aggregates import COUNTED, EXACT_SQUARES, EXACT_SUM, Pool
+from stategate.analyzer.aggregates import COUNTED, EXACT_SQUARES, EXACT_SUM, INTEGER_VALUE, Pool
+from stategate.analyzer.value_types import Family
 from stategate.analyzer.layout import (
     EXACT_SCALE, GENERIC, LAYOUT_V1, JobLayout, NoRoom, Shape, plan,
 )
@@ -47,24 +48,50 @@ def test_a_first_deploy_shapes_a_slot_per_aggregate_and_leaves_generic_free_slot
     pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
     assert pool["assigned"] == {"SUM(Bid.price)": 0, "MAX(Bid.bidtime)": 1, "COUNT(*)": 2,
                                 "AVG(CAST(Bid.price AS DOUBLE))": 3}
-    assert pool["shapes"] == ["SUM:m2", "MAX:t", "COUNT", "AVG:d", str(GENERIC), str(GENERIC)]
+    assert pool["shapes"] == ["SUM:m2p10", "MAX:t0p18", "COUNT", "AVG:d", str(GENERIC), str(GENERIC)]
     assert pool["width"] == 6
 
 
 def test_an_argument_of_unknown_type_gets_a_generic_slot() -> None:
     signature = deployed(job("SUM(price), MAX(undeclared_fn(price))"))
     assert signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]["shapes"] == [
-        "SUM:m2", *[str(GENERIC)] * 3]
+        "SUM:m2p10", *[str(GENERIC)] * 3]
 
 
-def test_an_exact_slot_keeps_the_scale_of_its_argument_where_every_engine_agrees_on_it() -> None:
-    """Kept at its own scale, a value is never rescaled; where the scale depends on an engine's
-    arithmetic rules (or AVG divides), the slot keeps 18 places, as it did before shapes had scales."""
-    sql = job("SUM(price), MAX(CAST(price AS DECIMAL(12, 4))), MIN(CHAR_LENGTH(item)), SUM(price / 3), AVG(price)")
+def test_an_exact_slot_keeps_the_type_of_its_argument_where_every_engine_agrees_on_it() -> None:
+    """As Spark's own buffers: a SUM, MIN or MAX takes its argument in its own type (Spark's sum
+    keeps 10 digits more) and an integer's in a long. Where the scale depends on an engine's
+    arithmetic rules (or AVG divides), the slot keeps 18 places in 38 digits, as it did before
+    shapes had scales; a STDDEV keeps its argument's scale in 38 digits."""
+    sql = job("SUM(price), MAX(CAST(price AS DECIMAL(12, 4))), MIN(CHAR_LENGTH(item)), SUM(price / 3), AVG(price), "
+              "SUM(CAST(price AS DECIMAL(32, 2))), MIN(CAST(price AS BIGINT)), STDDEV_POP(price)")
     shapes = deployed(sql)["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]["shapes"]
-    assert shapes[:5] == ["SUM:m2", "MAX:m4", "MIN:m0", "SUM:m", "AVG:m"]
-    assert [Shape.parse(s).kept_scale for s in shapes[:5]] == [2, 4, 0, EXACT_SCALE, EXACT_SCALE]
-    assert [f.value if (f := Shape.parse(s).family) else None for s in shapes] == ["m"] * 5 + [None, None]
+    assert shapes[:8] == ["SUM:m2p10", "MAX:m4p12", "MIN:i", "SUM:m", "AVG:m", "SUM:m2p32", "MIN:i",
+                          "STDDEV_POP:m2"]
+    parsed = [Shape.parse(s) for s in shapes[:8]]
+    assert [s.sql_type(EXACT_SUM) for s in parsed if s.family is Family.EXACT] == [
+        "decimal(10,2)", "decimal(12,4)", "decimal(38,18)", "decimal(38,18)", "decimal(32,2)", "decimal(38,2)"]
+    assert parsed[2].fields(Pool.PLAIN) == (INTEGER_VALUE,) and parsed[2].sql_type(INTEGER_VALUE) == "bigint"
+    assert parsed[7].sql_type(EXACT_SQUARES) == "decimal(38,4)"
+
+
+def test_a_slot_recorded_in_38_digits_holds_an_aggregate_kept_narrower_now() -> None:
+    """Slots recorded before state rows were kept at Spark's width have no precision: 38 digits,
+    which hold a narrower aggregate of their shape; a narrower slot never holds a wider one."""
+    recorded, now = Shape.parse("MAX:m2"), Shape.parse("MAX:m2p10")
+    assert recorded.sql_type(EXACT_SUM) == "decimal(38,2)" and str(now) == "MAX:m2p10"
+    assert recorded.holds(now) and now.holds(now) and not now.holds(recorded)
+    assert not Shape.parse("MAX:m2p12").holds(Shape.parse("MAX:m3p12"))
+    # An integer's slot holds a long; a slot recorded before keeps integers as exact numbers.
+    assert Shape.parse("SUM:m0").holds(Shape.parse("SUM:i")) and not Shape.parse("SUM:m0p10").holds(Shape("SUM", Family.INTEGER))
+    assert Shape("SUM", Family.INTEGER).fits_generic(Pool.PLAIN)
+    assert GENERIC.kept_family(Family.INTEGER) is Family.EXACT and recorded.kept_family(Family.INTEGER) is Family.EXACT
+    assert Shape.parse("MAX:i").kept_family(Family.INTEGER) is Family.INTEGER
+    signature = deployed(job("SUM(price), MAX(price)", "SET 'stategate.state.slots' = '3';\n"))
+    pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
+    pool["shapes"] = ["SUM:m2", "MAX:m2", "MIN:m2"]  # as recorded before
+    assert slots(job("SUM(price), MAX(price), MIN(price)"), signature) == {
+        "SUM(Bid.price)": 0, "MAX(Bid.price)": 1, "MIN(Bid.price)": 2}
 
 
 def test_reordering_keeps_every_slot_and_adding_takes_a_free_one() -> None:
@@ -100,7 +127,7 @@ def test_a_free_shaped_slot_takes_only_an_aggregate_of_its_shape() -> None:
     assert plan(build(job("SUM(price), MAX(price)")), JobLayout.from_signature(dropped), freed) \
         .pipelines["select#1"][0].plain.assigned == (("SUM(Bid.price)", 0), ("MAX(Bid.price)", 1))
     with pytest.raises(NoRoom, match=r"only 1 of 2 plain slots are free .*none of them fits MIN\(Bid.bidtime\).*"
-                                     r"free: MAX:m2"):
+                                     r"free: MAX:m2p10"):
         plan(build(job("SUM(price), MIN(bidtime)")), JobLayout.from_signature(dropped), freed)
 
 
@@ -234,7 +261,7 @@ def test_a_tumble_job_over_files_leaves_no_headroom_and_re_seeds_what_does_not_f
                 job("SUM(price), MAX(price), COUNT(*)", connector="filesystem"))
     signature = deployed(old)
     stage = signature["pipelines"]["select#1"]["stages"][0]["slots"]
-    assert stage["plain"]["shapes"] == ["SUM:m2"] and "seeded" not in stage
+    assert stage["plain"]["shapes"] == ["SUM:m2p10"] and "seeded" not in stage
     judgement = judge(build(new), Deployed(build(old), signature))
     assert judgement.report is not None and judgement.report.verdict is Verdict.PARTIAL
     assert [f.rule for f in judgement.report.findings if f.rule.startswith("stategate.layout")] == \
@@ -262,3 +289,21 @@ def test_what_cannot_be_re_seeded_keeps_its_headroom_and_says_why_a_change_does_
     assert report.verdict is Verdict.INCOMPATIBLE
     [finding] = [f for f in report.findings if f.rule == "stategate.layout.no-room"]
     assert "its state cannot be re-seeded: " in finding.message and why in finding.message
+
+
+def test_the_state_key_has_a_grouping_set_column_only_where_the_query_needs_one() -> None:
+    """Without GROUPING SETS the column would always be 0; Spark runs no session window keyed by its
+    window alone, so a stage without group keys keeps it. A layout recorded before has it."""
+    def stage(sql: str) -> dict:
+        return deployed(sql)["pipelines"]["select#1"]["stages"][0]["slots"]
+
+    keyed = stage(job("SUM(price)"))
+    assert keyed["gs"] is False
+    assert "gs" not in stage(job("SUM(price)").replace("GROUP BY item, window_start, window_end",
+                                                       "GROUP BY window_start, window_end, ROLLUP (item)"))
+    assert "gs" not in stage(job("SUM(price)").replace("SELECT item,", "SELECT").replace("GROUP BY item,", "GROUP BY"))
+    del keyed["gs"]
+    signature = deployed(job("SUM(price)"))
+    signature["pipelines"]["select#1"]["stages"][0]["slots"] = keyed
+    later = plan(build(job("SUM(price), MAX(price)")), JobLayout.from_signature(signature), {"select#1": 0})
+    assert later.pipelines["select#1"][0].set_keyed

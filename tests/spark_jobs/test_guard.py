@@ -102,18 +102,24 @@ def test_a_checkpoint_of_the_unpivoted_layout_is_refused_by_name(spark, deployed
     assert snapshot(checkpoint) == before
 
 
-def test_a_slot_that_would_round_its_argument_stops_the_job_before_it_starts(spark, deployed) -> None:
-    """A slot keeps exact values at the scale its shape records (the declared type's). Should Spark
-    type the argument with more decimal places than that (here: a record saying one place for a
-    DECIMAL(10, 2) price), every value would be rounded: the job stops at compile time instead."""
+@pytest.mark.parametrize("recorded, refusal", [
+    ("SUM:m1p10", r"state keeps 1 decimal places; write CAST\(\.\.\. AS DECIMAL\(p, 1\)\)"),
+    ("SUM:m2p8", r"state takes 8 digits; write CAST\(\.\.\. AS DECIMAL\(8, 2\)\)"),
+])
+def test_a_slot_that_would_round_or_overflow_its_argument_stops_the_job_before_it_starts(
+        spark, deployed, recorded: str, refusal: str) -> None:
+    """A slot takes exact values at the scale and in the digits its shape records (the declared
+    type's). Should Spark type the argument with more decimal places or digits than that (here: a
+    record saying one place, or 8 digits, for the SUM of a DECIMAL(10, 2) price), values would be
+    rounded or overflow: the job stops at compile time instead."""
     source, checkpoint = deployed
     record = checkpoint / RECORD_DIR / "signature.json"
-    assert '"SUM:m2"' in record.read_text()
-    record.write_text(record.read_text().replace('"SUM:m2"', '"SUM:m1"'))
+    assert '"SUM:m2p10"' in record.read_text()
+    record.write_text(record.read_text().replace('"SUM:m2p10"', f'"{recorded}"'))
     (checkpoint / RECORD_DIR / ".signature.json.crc").unlink()
     before = snapshot(checkpoint)
     with pytest.raises(SQLModelError, match=r"SUM\(price\): its argument is decimal\(10,2\) on Spark, but its "
-                                            r"state keeps 1 decimal places; write CAST"):
+                                            + refusal):
         collect(spark, bid_ddl(source) + V1, checkpoint)
     assert snapshot(checkpoint) == before
 

@@ -1,0 +1,78 @@
+"""A state row is as wide as Spark's own aggregation keeps for the same SQL, plus the row count.
+
+Every batch of every job reads and writes its state rows, so what a row holds beyond Spark's own
+is paid on every batch for a redeploy that happens once a week. Both engines run the same window
+aggregation over the same bids; Spark's state data source reads each one's rows, and their widths
+are compared as Spark lays them out (an ``UnsafeRow``: a null bit per field, 8 bytes per field,
+and a variable-length part: 16 bytes for a decimal of more than 18 digits).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from tests.spark_jobs.helpers import BID_COLUMNS, bid_ddl, collect, seed_bids
+
+#: Longs and decimals of up to 18 digits are stored in place; a wider decimal takes 16 bytes more.
+_WIDE_DECIMAL = 18
+
+
+def row_bytes(schema: T.StructType) -> int:
+    """The bytes of an ``UnsafeRow`` of ``schema`` without its text (both engines key by the same)."""
+    fixed = 8 * ((len(schema.fields) + 63) // 64) + 8 * len(schema.fields)
+    variable = 0
+    for field in schema.fields:
+        if isinstance(field.dataType, T.DecimalType) and field.dataType.precision > _WIDE_DECIMAL:
+            variable += 16
+        elif isinstance(field.dataType, T.StructType):
+            variable += row_bytes(field.dataType)
+    return fixed + variable
+
+
+def state_schema(spark, query: Path) -> tuple[T.StructType, T.StructType]:
+    """The key and value schemas of the state of the streaming aggregation checkpointed at ``query``."""
+    rows = spark.read.format("statestore").load(str(query))
+    assert rows.count() > 0, "the aggregation kept state"
+    return rows.schema["key"].dataType, rows.schema["value"].dataType
+
+
+#: Each query as a Spark user writes it and as stategate runs it: (Spark's aggregates, the SELECT list).
+AGGREGATES = {
+    "sum, max and a count": (
+        ["count(1)", "sum(price)", "max(price)"], "COUNT(*) AS bids, SUM(price) AS total, MAX(price) AS top"),
+    "extremes of times and integers": (
+        ["min(bidtime)", "max(CAST(price AS INT))", "sum(CAST(price AS INT))"],
+        "MIN(bidtime) AS first_bid, MAX(CAST(price AS INT)) AS top, SUM(CAST(price AS INT)) AS total"),
+}
+
+
+@pytest.mark.parametrize("case", list(AGGREGATES))
+def test_a_state_row_is_no_wider_than_sparks_own_but_for_the_row_count(spark, tmp_path, case: str) -> None:
+    builtin, select = AGGREGATES[case]
+    source = seed_bids(tmp_path)
+    sql = (bid_ddl(source) + "CREATE TABLE Out (item STRING, window_start TIMESTAMP(3), a DECIMAL(38, 2), "
+           "b DECIMAL(38, 2), c DECIMAL(38, 2)) WITH ('connector' = 'print');\n"
+           f"INSERT INTO Out SELECT item, window_start, {select}\n"
+           "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
+           "GROUP BY item, window_start, window_end;")
+    checkpoint = tmp_path / "checkpoint"
+    collect(spark, sql, checkpoint, pipeline="Out")
+    ours = [q for q in checkpoint.iterdir() if (q / "state").is_dir()]
+    assert len(ours) == 1, "one streaming aggregation"
+
+    theirs = tmp_path / "builtin"
+    frame = (spark.readStream.schema(BID_COLUMNS.replace("(3)", "")).csv(str(source))
+             .withWatermark("bidtime", "1 second")
+             .groupBy("item", F.window("bidtime", "10 minutes")).agg(*map(F.expr, builtin)))
+    frame.writeStream.format("noop").option("checkpointLocation", str(theirs)) \
+        .trigger(availableNow=True).start().awaitTermination()
+
+    our_key, our_value = state_schema(spark, ours[0])
+    their_key, their_value = state_schema(spark, theirs)
+    assert row_bytes(our_key) == row_bytes(their_key), (our_key, their_key)
+    # stategate keeps one more field: the group's row count, which says which windows exist.
+    assert row_bytes(our_value) <= row_bytes(their_value) + 8, (our_value, their_value)

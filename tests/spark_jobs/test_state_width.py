@@ -9,13 +9,14 @@ and a variable-length part: 16 bytes for a decimal of more than 18 digits).
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from tests.spark_jobs.helpers import BID_COLUMNS, bid_ddl, collect, seed_bids
+from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER, DATA, bid_ddl, collect, seed_bids
 
 #: Longs and decimals of up to 18 digits are stored in place; a wider decimal takes 16 bytes more.
 _WIDE_DECIMAL = 18
@@ -76,3 +77,37 @@ def test_a_state_row_is_no_wider_than_sparks_own_but_for_the_row_count(spark, tm
     assert row_bytes(our_key) == row_bytes(their_key), (our_key, their_key)
     # stategate keeps one more field: the group's row count, which says which windows exist.
     assert row_bytes(our_value) <= row_bytes(their_value) + 8, (our_value, their_value)
+
+
+#: A checkpoint the release before state rows were kept at Spark's width wrote (commit 9c4fd03):
+#: ``RECORDED_SQL`` over the first three seed bids, its windows still open. Its slots take values
+#: in 38 digits (``SUM:m2``, ``MAX:t``) and its state key has the grouping-set column. Paths are
+#: ``@ROOT@``, put back where the test runs; Hadoop's ``.crc`` files are left out.
+RECORDED = Path(__file__).resolve().parents[1] / "data" / "checkpoints" / "slots-v4"
+RECORDED_SQL = (bid_ddl(Path("@ROOT@/bids")) + "CREATE TABLE Out (item STRING, window_start TIMESTAMP(3), bids BIGINT, "
+                "total DECIMAL(38, 2), cents INT,\n  last_bid TIMESTAMP(3), top DECIMAL(10, 2)) "
+                "WITH ('connector' = 'print');\n"
+                "INSERT INTO Out SELECT item, window_start, COUNT(*), SUM(price), SUM(CAST(price * 100 AS INT)), "
+                "MAX(bidtime), MAX(price)\nFROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
+                "GROUP BY item, window_start, window_end;")
+
+
+def test_a_checkpoint_of_the_wider_slots_restarts_on_its_own_layout_and_continues(spark, tmp_path) -> None:
+    """Upgrading stategate never costs a deployed job its state: the recorded layout is read as
+    it was written, and every open window continues where the older release left it."""
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(RECORDED, checkpoint)
+    for path in (checkpoint / "Out" / "sources" / "0" / "0", checkpoint / "_stategate" / "job.sql"):
+        path.write_text(path.read_text().replace("@ROOT@", str(tmp_path)))
+    bids = (DATA / "bids" / "bids.csv").read_text().splitlines(keepends=True)
+    source = tmp_path / "bids"
+    source.mkdir()
+    (source / "1.csv").write_text("".join(bids[:3]))
+    (source / "2.csv").write_text("".join(bids[3:]))
+    (source / "9-closer.csv").write_text(CLOSER)
+    sql = RECORDED_SQL.replace("@ROOT@", str(tmp_path))
+
+    continued = collect(spark, sql, checkpoint, pipeline="Out")
+    uninterrupted = collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
+    assert continued == uninterrupted and len(continued) == 6
+    assert "SUM:m2" in (checkpoint / "_stategate" / "signature.json").read_text()

@@ -144,10 +144,11 @@ def test_a_statement_set_runs_each_insert_as_its_pipeline(spark, tmp_path) -> No
 def test_only_tasks_with_rows_leave_a_file(spark, tmp_path, fmt: str) -> None:
     """Spark writes the first task's file even when that task had no row: a 0-byte CSV that
     ``pandas.read_csv`` refuses. Here the two closed windows land in other tasks (of four, by
-    Spark's hash of the group key and window), so the first task has none: it must leave no file."""
+    Spark's hash of the group key and window: tasks 1 and 3 for supplier ``d``), so the first task
+    has none: it must leave no file."""
     source, sink = tmp_path / "bids", tmp_path / "out"
     source.mkdir()
-    (source / "bids.csv").write_text("2020-04-15 08:01:00,2.00,A,b\n2020-04-15 08:07:00,3.00,B,b\n" + CLOSER)
+    (source / "bids.csv").write_text("2020-04-15 08:01:00,2.00,A,d\n2020-04-15 08:07:00,3.00,B,d\n" + CLOSER)
     run(spark, job(source, sink).replace("'format' = 'parquet'", f"'format' = '{fmt}'"), tmp_path / "checkpoint")
     parts = sorted(sink.glob("part-*"))
     assert parts and not [p for p in parts if p.name.endswith(f"-00000.{fmt}")], "the first task had no row"

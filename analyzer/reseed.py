@@ -11,22 +11,18 @@ old one stopped, its sink emitting only windows the old one did not. The engine 
 decide alike, and the layout planner gives those pipelines a fresh layout instead of refusing.
 
 It can where the new version reads where the old one stopped and every group its windows still
-need can be read back: one TUMBLE, HOP or CUMULATE window aggregation (with grouping sets, FILTER,
-Top-N) on event time over a file source, whose aggregates keep no list or set (Spark serializes
-those in its state; its state reader returns bytes). HOP and CUMULATE windows also carry the closed
-slices their slice log retains. SESSION windows keep Spark's session state, a cascade one state per
-window, a join its sides; a Kafka source is not tested here. Those keep the no-room finding, which
-says why.
+need can be read back: one TUMBLE, HOP, CUMULATE or SESSION window aggregation (with grouping sets,
+FILTER, Top-N) on event time over a file source, whose aggregates keep no list or set (Spark
+serializes those in its state; its state reader returns bytes). HOP and CUMULATE windows also carry
+the closed slices their slice log retains; SESSION windows their open sessions, each whole. A
+cascade keeps one state per window, a join its sides; a Kafka source is not tested here. Those
+keep the no-room finding, which says why.
 """
 
 from __future__ import annotations
 
 from stategate.analyzer.aggregates import AGGREGATES
 from stategate.analyzer.model import FILESYSTEM, JobModel, Pipeline, TimeKind
-
-#: The window kinds whose whole state the engine carries.
-KINDS = ("TUMBLE", "HOP", "CUMULATE")
-
 
 def not_reseedable(model: JobModel, pipeline: Pipeline) -> str | None:
     """Why the engine cannot carry ``pipeline``'s state into a new layout; None where it can."""
@@ -38,8 +34,6 @@ def not_reseedable(model: JobModel, pipeline: Pipeline) -> str | None:
     window = chain[0].window
     if window is None or window.time_kind is TimeKind.PROCTIME:
         return "its windows run on processing time"
-    if window.kind not in KINDS:
-        return f"Spark keeps {window.kind} windows in a state of its own (sessions merge), which a re-seed does not carry"
     if any(a.distinct or _serialized(a.function) for a in chain[0].aggregates):
         return ("Spark keeps the values of a DISTINCT aggregate, LISTAGG, ARRAY_AGG, JSON_ARRAYAGG or COLLECT "
                 "serialized in its state, which its state reader returns as bytes")

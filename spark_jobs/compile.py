@@ -168,11 +168,14 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     carry = ["ts", *[c for c in projected.columns if c != "ts" and c not in keys]]
     keyed = state.explode_grouping_sets(projected, keys, sets, carry)
     slicer = slicer_for(_window(aggregate))
+    sliced = slicer.slice(F.col("ts"))
     if layout.seeded:  # the input rows' contributions, and the state carried from the old checkpoint
         keyed = keyed.select(*keys, state.GROUPING_SET, "ts", *state.contributions(layout, slots))
-        keyed = keyed.unionByName(state.carried_rows(read_carried(spark, location), keys, keyed.schema))
+        keyed = keyed.unionByName(state.carried_rows(read_carried(spark, location), keys, keyed.schema),
+                                  allowMissingColumns=True)
+        sliced = slicer.carried_slice(F.col("ts"), F.col(state.CARRIED_UNTIL))
     assert layout.set_keyed or sets is None, "adding GROUPING SETS is INCOMPATIBLE: the layout is fresh"
-    stream = keyed.groupBy(*keys, *state.set_key(layout), slicer.slice(F.col("ts")).alias("w")) \
+    stream = keyed.groupBy(*keys, *state.set_key(layout), sliced.alias("w")) \
         .agg(*state.accumulate(layout, slots, "ts"))
     assembler = WindowAssembler(slicer, slots, keys, location, slices) if isinstance(slicer, SharedSlices) else None
     fields = state.buffer_fields(layout)

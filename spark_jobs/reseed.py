@@ -134,8 +134,9 @@ def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, 
         seed = f"{location}/{RESEED}"
         if not files.exists(seed):
             batch = QueryLog(files, archived).committed()[-1]
+            window = model.pipeline_named[name].stages()[0].window
             carried = carried_state(spark, storage, archived, batch, old.pipelines[name][0],
-                                    layout.pipelines[name][0])
+                                    layout.pipelines[name][0], window is not None and window.kind == "SESSION")
             staged = f"{seed}.staged"
             carried.write.mode("overwrite").parquet(staged)
             storage.replace(staged, seed)
@@ -202,7 +203,7 @@ def finish(checkpoint: WritableCheckpoint, reseed: Reseed, taken: dict[str, Cuto
 
 
 def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, batch: int, old: StageLayout,
-                  new: StageLayout) -> DataFrame:
+                  new: StageLayout, session: bool = False) -> DataFrame:
     """The state of the query at ``location`` after ``batch``, one row per (key, slice) group its
     windows may still need: the open ones in Spark's state store and, for HOP and CUMULATE windows,
     the closed slices the slice log retains (:mod:`spark_jobs.assembly`; they go into the new
@@ -211,7 +212,7 @@ def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, ba
     both layouts hold (by identity). An aggregate only the new layout holds has no field: it
     starts from zero."""
     spark.streams.active  # Spark's state reader reports to the coordinator its streaming queries start
-    groups = stored_fields(spark.read.format("statestore").option("batchId", batch).load(location), old)
+    groups = stored_fields(spark.read.format("statestore").option("batchId", batch).load(location), old, session)
     entries = SliceLog(storage, location, SLICES_DIR).read_by(batch + 1)
     if entries:
         retained = spark.read.parquet(*SliceLog(storage, location, SLICES_DIR).paths(entries))

@@ -39,6 +39,12 @@ class WindowSlicer(ABC):
     def slice(self, ts: Column) -> Column:
         """The stage-1 grouping column (a window struct) of a record's time attribute."""
 
+    def carried_slice(self, ts: Column, until: Column) -> Column:
+        """The stage-1 grouping column of a re-seeded layout's rows (:mod:`spark_jobs.reseed`):
+        an input row's (``until`` NULL) as :meth:`slice`; a carried group's, whose time is its
+        slice's start and ``until`` its end, that same slice."""
+        return self.slice(ts)
+
     def bounds(self, window_col: Column) -> tuple[Column, Column]:
         """``(window_start, window_end)`` of an emitted window."""
         return window_col["start"], window_col["end"]
@@ -87,6 +93,13 @@ class MergedSessions(WindowSlicer):
 
     def slice(self, ts: Column) -> Column:
         return F.session_window(ts, _duration(self.kind.gap_ms))
+
+    def carried_slice(self, ts: Column, until: Column) -> Column:
+        """A carried session is one row at its start whose gap reaches its end, so Spark's session
+        window gives it back whole and merges it, as any session, with the rows that reach it."""
+        gap_s = F.when(until.isNull(), F.lit(self.kind.gap_ms) / 1000) \
+            .otherwise((F.unix_micros(until) - F.unix_micros(ts)) / 1_000_000)
+        return F.session_window(ts, F.make_interval(secs=gap_s.cast("decimal(18,6)")))
 
 
 def slicer_for(window: Window) -> WindowSlicer:

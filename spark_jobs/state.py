@@ -132,21 +132,25 @@ def buffer_fields(layout: StageLayout) -> list[str]:
     return [column.name for column in _buffer(layout, {})]
 
 
-def stored_fields(state: DataFrame, layout: StageLayout) -> DataFrame:
+def stored_fields(state: DataFrame, layout: StageLayout, session: bool = False) -> DataFrame:
     """Rows of Spark's state store for a stage of ``layout`` (its state reader's ``key`` and
     ``value``) as the stage's rows: keys, ``gs``, ``w`` and the buffer's fields by name.
 
     Spark names a state row's columns after its aggregate functions' buffers (``count``, ``sum``,
     ``isEmpty``, ``max``), in buffer order, so they are taken by position: a field is one column,
-    an exact sum two, the second saying the sum saw no value (its first is then 0, not NULL)."""
+    an exact sum two, the second saying the sum saw no value (its first is then 0, not NULL). A
+    ``session``'s state is keyed by its group and start, and keeps the whole row: the group again,
+    the session (``session_window``), then the buffer."""
     key = state.schema["key"].dataType.names  # type: ignore[attr-defined]
-    keys = [F.col(f"key.`{name}`").alias(name) for name in key[:-1 - len(set_key(layout))]]
-    grouping = F.col(f"key.`{key[-2]}`") if layout.set_keyed else F.lit(0)
-    columns = [*keys, grouping.alias(GROUPING_SET), F.col(f"key.`{key[-1]}`").alias("w")]
+    group = key[:-1]  # the group keys, and the grouping set where the key has one
+    keys = [F.col(f"key.`{name}`").alias(name) for name in group[:len(group) - len(set_key(layout))]]
+    grouping = F.col(f"key.`{group[-1]}`") if layout.set_keyed else F.lit(0)
     # Two COUNTs make two columns named ``count``: each is renamed after its position.
     stored: T.StructType = state.schema["value"].dataType  # type: ignore[assignment]
     value = state["value"].cast(T.StructType([T.StructField(f"_{i}", f.dataType) for i, f in enumerate(stored)]))
-    position = 0
+    window = value.getField(f"_{len(group)}") if session else F.col(f"key.`{key[-1]}`")
+    columns = [*keys, grouping.alias(GROUPING_SET), window.alias("w")]
+    position = len(group) + 1 if session else 0
     for field in _buffer(layout, {}):
         column = value.getField(f"_{position}")
         if field.width == 2:  # Spark's sum of decimals and whether it is empty
@@ -154,8 +158,7 @@ def stored_fields(state: DataFrame, layout: StageLayout) -> DataFrame:
         columns.append(column.alias(field.name))
         position += field.width
     if position != len(stored.fields):
-        raise ValueError(f"the state holds {len(stored.fields)} buffer columns where the recorded layout has "
-                         f"{position}")
+        raise ValueError(f"the state holds {len(stored.fields)} columns where the recorded layout has {position}")
     return state.select(*columns)
 
 
@@ -232,13 +235,18 @@ def carried_rows(carried: DataFrame, keys: Sequence[str], shape: T.StructType) -
     """The state carried into a re-seeded layout (one row per group, the buffer's fields by name,
     ``w`` its slice) as rows of ``shape`` (the input rows' contributions): its counts, sums and
     extremes, a field it lacks (an added aggregate) NULL. No list or set is carried
-    (:mod:`analyzer.reseed` refuses them). Its time is the slice's start, so it lands in its own slice."""
+    (:mod:`analyzer.reseed` refuses them). Its time is the slice's start, so it lands in its own
+    slice; ``CARRIED_UNTIL`` is the slice's end, which a session's needs
+    (:meth:`spark_jobs.slicing.WindowSlicer.carried_slice`)."""
     names = [c.name for c in shape.fields if c.name.startswith(_CONTRIBUTION)]
     values = [(F.col(n.removeprefix(_CONTRIBUTION)) if n.removeprefix(_CONTRIBUTION) in carried.columns
                else F.lit(None)).cast(shape[n].dataType).alias(n) for n in names]
-    return carried.select(*keys, GROUPING_SET, F.col("w.start").alias("ts"), *values)
+    return carried.select(*keys, GROUPING_SET, F.col("w.start").alias("ts"), F.col("w.end").alias(CARRIED_UNTIL),
+                          *values)
 
 
+#: The end of a carried group's slice (:func:`carried_rows`); NULL on input rows.
+CARRIED_UNTIL = "_until"
 #: The prefix of a contribution column (:func:`contributions`).
 _CONTRIBUTION = "_c"
 

@@ -10,7 +10,7 @@ from stategate.analyzer.judgement import Deployed, judge
 from stategate.analyzer.aggregates import COUNTED, EXACT_SQUARES, EXACT_SUM, INTEGER_VALUE, Pool
 from stategate.analyzer.value_types import Family
 from stategate.analyzer.layout import (
-    EXACT_SCALE, GENERIC, LAYOUT_V1, JobLayout, NoRoom, Shape, plan,
+    GENERIC, LAYOUT_V1, JobLayout, NoRoom, Shape, plan,
 )
 from stategate.analyzer.signature import state_signature
 

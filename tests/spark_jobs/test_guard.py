@@ -125,18 +125,17 @@ def test_a_slot_that_would_round_or_overflow_its_argument_stops_the_job_before_i
 
 
 def test_a_restart_that_does_not_fit_the_slots_and_cannot_re_seed_is_refused(spark, tmp_path) -> None:
-    """Spark keeps SESSION windows in a state of its own, which a re-seed does not carry."""
+    """Spark keeps a LISTAGG's values serialized in its state, which a re-seed does not carry."""
     source = seed_bids(tmp_path)
     checkpoint = tmp_path / "checkpoint"
     narrow = "SET 'stategate.state.slots' = '1';\n"
-    session = ("SELECT window_start, item, SUM(price) AS s\n"
-               "FROM TABLE(SESSION(TABLE Bid PARTITION BY item, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES))\n"
-               "GROUP BY item, window_start, window_end;")
-    collect(spark, narrow + bid_ddl(source) + session, checkpoint)
+    listed = query("window_start, item, SUM(price) AS s, LISTAGG(supplier_id) AS l", "item, window_start, window_end")
+    collect(spark, narrow + bid_ddl(source) + listed, checkpoint)
     before = snapshot(checkpoint)
-    wider = session.replace("SUM(price) AS s", "SUM(price) AS s, MAX(price) AS m")
+    wider = listed.replace("SUM(price) AS s", "SUM(price) AS s, MAX(price) AS m")
     with pytest.raises(CheckpointRefused, match="stategate.layout.no-room.*only 0 of 1 plain slots are free.*"
-                                                "cannot be re-seeded: Spark keeps SESSION windows"):
+                                                "cannot be re-seeded: Spark keeps the values of a DISTINCT aggregate, "
+                                                "LISTAGG"):
         collect(spark, narrow + bid_ddl(source) + wider, checkpoint)
     assert snapshot(checkpoint) == before
 

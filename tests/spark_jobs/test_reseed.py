@@ -9,6 +9,7 @@ window once. The old query's checkpoint is kept, unchanged, in the checkpoint's 
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -19,7 +20,7 @@ from stategate.spark_jobs.guard import CheckpointRefused
 from stategate.spark_jobs.job import run
 from tests.spark_jobs.crashes import CrashingJob
 from tests.spark_jobs.helpers import csv_sink_rows
-from tests.spark_jobs.test_take_over import write_files
+from tests.spark_jobs.test_take_over import KEYS, write_files
 
 DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price BIGINT, item STRING, "
        "WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', "
@@ -148,3 +149,39 @@ def test_a_re_seed_whose_version_never_committed_is_undone_when_the_old_version_
     write_files(whole, 0, 7)
     uninterrupted, _ = collected(spark, script(whole, V1), tmp_path / "ck-whole")
     assert sorted(before + after) == uninterrupted and after
+
+
+def test_open_sessions_are_carried_whole_and_merge_with_the_rows_that_reach_them(spark, tmp_path) -> None:
+    """SESSION windows on RocksDB: Spark's session state keeps each open session with its start and
+    end; each is carried as one row whose gap reaches its end, so the rows after the restart extend
+    it as they would have extended the old one. A session that closed before is not emitted again."""
+    session = "SESSION(TABLE Bid PARTITION BY item, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES)"
+
+    def job(source: Path, version: str) -> str:
+        return script(source, version, settings=ROCKSDB).replace(KINDS["TUMBLE"], session)
+
+    def closed_early(source: Path) -> None:  # a key that bids once, and a late key that moves the watermark
+        (source / "bids-000-solo.csv").write_text("2026-01-01 00:00:00,7,solo\n")
+        os.utime(source / "bids-000-solo.csv", (1_699_999_999, 1_699_999_999))
+
+    source, checkpoint = tmp_path / "bids", tmp_path / "checkpoint"
+    write_files(source, 0, 3)  # k0..k2 bid every minute from 00:00 to 00:29: one session each, open
+    closed_early(source)
+    before, _ = collected(spark, job(source, V1), checkpoint)
+    assert [r[:3] for r in before] == [("solo", "2026-01-01 00:00:00", "2026-01-01 00:05:00")]
+    write_files(source, 3, 1)  # 00:30-00:39: each open session goes on
+    (source / "bids-999-late.csv").write_text("2026-01-01 02:00:00,1,z\n")  # closes every session
+    os.utime(source / "bids-999-late.csv", (1_700_000_999, 1_700_000_999))
+    after, result = collected(spark, job(source, V2), checkpoint)
+    assert result.report is not None and result.report.verdict is Verdict.PARTIAL
+    assert "stategate.layout.reseed" in {f.rule for f in result.report.findings}
+
+    whole = tmp_path / "whole"
+    write_files(whole, 0, 4)
+    closed_early(whole)
+    (whole / "bids-999-late.csv").write_text("2026-01-01 02:00:00,1,z\n")
+    uninterrupted, _ = collected(spark, job(whole, V1), tmp_path / "ck-whole")
+    # (item, start, end, n, total, top, low): COUNT and SUM of 00:00-00:39 go on from the state;
+    # MAX and MIN saw the rows since the restart only (00:30 on).
+    assert after == [(*r, "39", "30") for r in uninterrupted if r[0] != "solo"]
+    assert [r[:5] for r in after] == [(k, "2026-01-01 00:00:00", "2026-01-01 00:44:00", "40", "780") for k in KEYS]

@@ -14,13 +14,13 @@ from pyspark.sql.streaming import StreamingQuery
 from stategate.analyzer import Report, SQLModelError, Verdict, build
 from stategate.analyzer.runnable import check_settings
 from stategate.analyzer.settings import SHUFFLE_PARTITIONS, ignored, spark_settings, state_settings
-from stategate.spark_jobs.checkpoint import RESEED_PENDING, Application, WritableCheckpoint, query_dir
+from stategate.spark_jobs.checkpoint import Application, WritableCheckpoint, query_dir
 from stategate.spark_jobs.compile import CompiledPipeline, compile_pipeline
 from stategate.spark_jobs.connectors import BatchWriter, batch_writer
 from stategate.spark_jobs.cutover import BOUNDED, FULL, REPLAY_POLICIES, Cutover, TakeOver, cutovers
-from stategate.spark_jobs.guard import CheckpointGuard, CheckpointRefused
+from stategate.spark_jobs.guard import CheckpointGuard
 from stategate.spark_jobs.late_rows import late_rows
-from stategate.spark_jobs.lifecycle import HEARTBEAT_S, Supervisor, sql_digest
+from stategate.spark_jobs.lifecycle import HEARTBEAT_S, Supervisor
 from stategate.spark_jobs.rescale import Repartitioned, carry_partitions
 from stategate.spark_jobs.reseed import Reseed, begin, carry, finish, undo_unused
 from stategate.spark_jobs.session import job_settings, try_settings
@@ -99,16 +99,8 @@ def run(
     elif fresh:
         taken = {}  # a fresh start applies only the take-over it is given, never a stale record
     undo_unused(spark, state, sql)
-    reseed = Reseed.pending(state)
-    if reseed is not None:  # a re-seed a killed job left unfinished
-        if reseed.sql_digest != sql_digest(sql):
-            raise CheckpointRefused(f"a re-seed of {checkpoint} into another version of the job is under way "
-                                    f"({state.record_path(RESEED_PENDING)}): start that version to finish it first")
-        report, layout = None, reseed.layout
-        log.info("finishing the re-seed of %s recorded in %s", ", ".join(sorted(layout.reseeded)),
-                 state.record_path(RESEED_PENDING))
-    else:
-        report, layout = guard.check(fresh=fresh, accept=accept)
+    reseed = Reseed.to_finish(state, sql)
+    report, layout = (None, reseed.layout) if reseed is not None else guard.check(fresh=fresh, accept=accept)
     repartitioned: list[Repartitioned] = []
     if report is not None:
         log.info("restarting from %s: verdict %s\n%s", checkpoint, report.verdict.value, report.to_text())
@@ -120,8 +112,6 @@ def run(
         reseed = reseed or begin(state, sql, model, layout)
         reseeded = carry(spark, state, model, reseed)
         taken = {**taken, **reseeded}
-        for name, cutover in reseeded.items():
-            log.info("re-seed: %s", cutover.describe())
     if take_over is not None:
         taken = cutovers(storage, take_over, model, replay) if replay != FULL else {}
         for pipeline in model.pipelines:

@@ -46,6 +46,7 @@ from stategate.spark_jobs.checkpoint import (JOB_SQL, OFFLINE_UNREADABLE, RESEED
 from stategate.spark_jobs import failpoints
 from stategate.spark_jobs.assembly import SLICES_DIR, SliceLog
 from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
+from stategate.spark_jobs.guard import CheckpointRefused
 from stategate.spark_jobs.lifecycle import sql_digest
 from stategate.spark_jobs.state import GROUPING_SET, ROWS, stored_fields
 from stategate.spark_jobs.storage import HadoopStorage
@@ -54,7 +55,7 @@ log = logging.getLogger("stategate.reseed")
 
 
 
-class ReseedRefused(RuntimeError):
+class ReseedRefused(CheckpointRefused):
     """A re-seed cannot start, or one under way belongs to another version; nothing was changed."""
 
 
@@ -90,6 +91,20 @@ class Reseed:
         data = json.loads(checkpoint.files.read_text(path))
         return cls(data["sql_digest"], data["archive"], data["signature"])
 
+    @classmethod
+    def to_finish(cls, checkpoint: Checkpoint, sql: str) -> Reseed | None:
+        """The unfinished re-seed (a killed job's) that a start with ``sql`` finishes before
+        anything else; refused where it re-seeds into another version, which must finish it."""
+        reseed = cls.pending(checkpoint)
+        if reseed is None:
+            return None
+        if reseed.sql_digest != sql_digest(sql):
+            raise ReseedRefused(f"a re-seed of {checkpoint.uri} into another version of the job is under way "
+                                f"({checkpoint.record_path(RESEED_PENDING)}): start that version to finish it first")
+        log.info("finishing the re-seed of %s recorded in %s", ", ".join(sorted(reseed.layout.reseeded)),
+                 checkpoint.record_path(RESEED_PENDING))
+        return reseed
+
 
 #: In a re-seed's signature: the pipelines it re-seeds.
 _RESEEDED = "reseeded"
@@ -114,7 +129,7 @@ def begin(checkpoint: WritableCheckpoint, sql: str, model: JobModel, layout: Job
 
 def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, reseed: Reseed) -> dict[str, Cutover]:
     """Carry out ``reseed`` (each step skipped where it is done): the old queries archived, their
-    state carried into the new layout; each re-seeded pipeline's cutover, by name."""
+    state carried into the new layout; each re-seeded pipeline's cutover, by name (and logged)."""
     files = checkpoint.files
     archive = Checkpoint(files, reseed.archive)
     if not files.exists(archive.record_path(JOB_SQL)):  # the record still describes the old state
@@ -143,8 +158,11 @@ def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, 
             log.info("re-seed: %s: %d open (key, window) groups of micro-batch %d carried into the new layout",
                      name, spark.read.parquet(seed).count(), batch)
     before = build(files.read_text(archive.record_path(JOB_SQL)), source=archive.record_path(JOB_SQL))
-    return {name: carried_cutover(files, QueryLog(files, archived_query(reseed.archive, name)), before, model,
-                                  model.pipeline_named[name]) for name in layout.reseeded}
+    cutovers = {name: carried_cutover(files, QueryLog(files, archived_query(reseed.archive, name)), before, model,
+                                      model.pipeline_named[name]) for name in layout.reseeded}
+    for cutover in cutovers.values():
+        log.info("re-seed: %s", cutover.describe())
+    return cutovers
 
 
 def undo_unused(spark: SparkSession, checkpoint: WritableCheckpoint, sql: str) -> list[str]:

@@ -24,8 +24,9 @@ from stategate.analyzer.compare import compare_models
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
 from stategate.analyzer.model import JobModel
-from stategate.analyzer.reseed import not_reseedable
+from stategate.analyzer.reseed import not_reseedable, reseedable
 from stategate.analyzer.report import Carried, Finding, Report, Verdict
+from stategate.analyzer.settings import reseeds_partitions
 
 #: Rule ids of the judgement's own findings.
 NO_RECORD, RECORD_UNREADABLE = "stategate.no-record", "stategate.record-unreadable"
@@ -97,24 +98,26 @@ def judge(new: JobModel, deployed: Deployed | None) -> Judgement:
         assert deployed.unknown is not None, "a deployed state without a model says why"
         return Judgement(Report((deployed.unknown,)), None)
     report = compare_models(deployed.model, new)
-    layout, findings = _layout(new, JobLayout.from_signature(deployed.signature or {}), deployed.watermarks)
+    layout, findings = _layout(new, JobLayout.from_signature(deployed.signature or {}), deployed.watermarks,
+                               reseedable(new) if reseeds_partitions(deployed.model, new) else frozenset())
     report = report.with_findings(findings)
     if layout is not None and report.verdict is not Verdict.INCOMPATIBLE:  # a restart carries the state
         report = replace(report, carried=deployed.carried)
     return Judgement(report, layout)
 
 
-def _layout(new: JobModel, deployed: JobLayout,
-            watermarks: Mapping[str, int | None]) -> tuple[JobLayout | None, list[Finding]]:
+def _layout(new: JobModel, deployed: JobLayout, watermarks: Mapping[str, int | None],
+            repartitioned: frozenset[str]) -> tuple[JobLayout | None, list[Finding]]:
     """The deployed layout evolved to the new SQL's aggregates, or the finding that says why the
-    state as laid out cannot take them."""
+    state as laid out cannot take them. The ``repartitioned`` pipelines re-seed whatever their
+    aggregates (their own finding, ``stategate.setting.parallelism.reseeded``, says why)."""
     if deployed.name != LAYOUT:
         return None, [Finding(LAYOUT_OLD, Verdict.INCOMPATIBLE,
                               f"the state was written with layout {deployed.name}; this stategate reads "
                               f"{LAYOUT} only: archive the checkpoint and start fresh (nothing was deleted)",
                               deployed.name, LAYOUT)]
     try:
-        layout = plan(new, deployed, watermarks)
+        layout = plan(new, deployed, watermarks, repartitioned)
     except NoRoom as error:
         pipeline = new.pipeline_named.get(error.pipeline or "")
         why = f" (its state cannot be re-seeded: {not_reseedable(new, pipeline)})" if pipeline is not None else ""
@@ -127,4 +130,4 @@ def _layout(new: JobModel, deployed: JobLayout,
                             "archives the old state inside the checkpoint, carries its open windows into a new "
                             "layout (kept aggregates go on, added ones start from zero) and reads the source from "
                             "where the old version stopped", pipeline=name)
-                    for name in sorted(layout.reseeded)]
+                    for name in sorted(layout.reseeded - repartitioned)]

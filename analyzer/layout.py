@@ -38,7 +38,7 @@ This module is free of Spark: the analyzer, the Airflow gate and the Spark job s
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any, Mapping
+from typing import AbstractSet, Any, Mapping
 
 from stategate.analyzer.aggregates import AGGREGATES, FIELDS, TIME_DIGITS, Field, Pool, state_of
 from stategate.analyzer.errors import SQLModelError
@@ -314,23 +314,29 @@ class JobLayout:
 
 
 def plan(model: JobModel, deployed: JobLayout | None = None,
-         watermarks: Mapping[str, int | None] | None = None) -> JobLayout:
+         watermarks: Mapping[str, int | None] | None = None, reseed: AbstractSet[str] = frozenset()) -> JobLayout:
     """The layout ``model`` runs with: fresh widths where nothing is deployed, else the deployed
     assignment evolved to the new aggregates. ``watermarks`` (per pipeline, from the checkpoint)
     decides which retired slots are free; unknown means none. A pipeline whose aggregates do not
     fit gets a fresh, re-seeded layout where its state can be re-seeded (``JobLayout.reseeded``,
-    :mod:`analyzer.reseed`); any other raises :class:`NoRoom`."""
+    :mod:`analyzer.reseed`); any other raises :class:`NoRoom`. So does every pipeline of
+    ``reseed`` that can be, whatever its aggregates (a new parallelism of state Spark does not
+    repartition: :func:`analyzer.settings.reseeds_partitions`)."""
     pipelines: dict[str, tuple[StageLayout, ...]] = {}
-    reseed = reseedable(model)
+    reseedable_now = reseedable(model)
     reseeded = set()
     for pipeline in model.pipelines:
         chain = pipeline.stages()
         if not chain:
             continue
         old = deployed.pipelines.get(pipeline.name) if deployed else None
-        headroom = 0 if pipeline.name in reseed else HEADROOM
+        headroom = 0 if pipeline.name in reseedable_now else HEADROOM
         if old is None or len(old) != len(chain):
             pipelines[pipeline.name] = tuple(_fresh(model, stage, headroom) for stage in chain)
+            continue
+        if pipeline.name in reseed and pipeline.name in reseedable_now:
+            reseeded.add(pipeline.name)
+            pipelines[pipeline.name] = tuple(replace(_fresh(model, stage, headroom), seeded=True) for stage in chain)
             continue
         watermark = (watermarks or {}).get(pipeline.name)
         stages = []
@@ -341,7 +347,7 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
                 stages.append(StageLayout.of({pool: layout.pool(pool).evolve(pooled[pool], watermark, until, pool)
                                               for pool in Pool}, layout.seeded, layout.set_keyed))
             except NoRoom as error:
-                if pipeline.name not in reseed:
+                if pipeline.name not in reseedable_now:
                     raise NoRoom(f"pipeline {pipeline.name}: {error}", pipeline.name) from None
                 reseeded.add(pipeline.name)
                 stages = [replace(_fresh(model, stage, headroom), seeded=True) for stage in chain]

@@ -62,6 +62,15 @@ def state_settings(model: JobModel) -> dict[str, str]:
             STATE_STORE: spark.get(STATE_STORE, HDFS_BACKED)}
 
 
+def reseeds_partitions(old: JobModel, new: JobModel) -> bool:
+    """Whether a restart of ``old``'s state as ``new`` changes the number of state partitions of a
+    store Spark does not repartition (any but RocksDB): the state can then go on only re-seeded
+    into new state at the new number (:mod:`analyzer.reseed`)."""
+    before, after = state_settings(old), state_settings(new)
+    return before[SHUFFLE_PARTITIONS] != after[SHUFFLE_PARTITIONS] and before[STATE_STORE] == after[STATE_STORE] \
+        and after[STATE_STORE] != ROCKSDB
+
+
 def written_as(model: JobModel, target: str) -> str:
     """How the job sets ``target``: the ``SET`` that takes effect, or stategate's default."""
     keys = [key for key, to in FLINK_TO_SPARK.items() if to == target and key in model.settings]

@@ -10,8 +10,9 @@ from __future__ import annotations
 from typing import AbstractSet as Set
 
 from stategate.analyzer.layout import WIDTH_SETTINGS
+from stategate.analyzer.reseed import not_reseedable
 from stategate.analyzer.settings import (FLINK_TO_SPARK, ROCKSDB, SHUFFLE_PARTITIONS, STATE_STORE, ignored,
-                                         state_settings, written_as)
+                                         reseeds_partitions, state_settings, written_as)
 from stategate.analyzer.model import JobModel, Pipeline, Role, Table
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
@@ -26,8 +27,10 @@ RUNTIME_SETTINGS = ("pipeline.name", "execution.checkpointing.", "execution.runt
 #: What each setting a checkpoint keeps for its life is called in a finding.
 _STATE_SETTINGS = {SHUFFLE_PARTITIONS: ("parallelism", "the number of state partitions"),
                    STATE_STORE: ("state-backend", "the state store")}
-#: The rule of a new parallelism that the restart carries the RocksDB state to.
+#: The rules of a new parallelism that the restart carries the state to: RocksDB state repartitioned,
+#: any other re-seeded into new state.
 REPARTITIONED = f"{PREFIX}.setting.parallelism.repartitioned"
+RESEEDED = f"{PREFIX}.setting.parallelism.reseeded"
 
 
 def check(change: Change) -> list[Finding]:
@@ -131,8 +134,9 @@ def output_expressions(change: Change) -> list[Finding]:
 
 def _state_settings(old: JobModel, new: JobModel) -> list[Finding]:
     """The settings a checkpoint keeps for its life. A new parallelism on RocksDB state is carried
-    over: the restart repartitions the state first (:mod:`spark_jobs.rescale`); anything else takes
-    effect only with new state."""
+    over: the restart repartitions the state first (:mod:`spark_jobs.rescale`); on other state, it
+    re-seeds the state into new state where every pipeline's can be (:mod:`analyzer.reseed`);
+    anything else takes effect only with new state."""
     before, after = state_settings(old), state_settings(new)
     findings = []
     for key, (rule, what) in _STATE_SETTINGS.items():
@@ -145,11 +149,22 @@ def _state_settings(old: JobModel, new: JobModel) -> list[Finding]:
                                     f"repartitions the RocksDB state to {after[key]} partitions (Spark's offline "
                                     "repartition), so every open window keeps its state", was, now))
             continue
+        blocked = {p.name: why for p in new.pipelines if p.stages() and (why := not_reseedable(new, p))}
+        if key == SHUFFLE_PARTITIONS and reseeds_partitions(old, new) and not blocked:
+            findings.append(Finding(RESEEDED, FULL,
+                                    f"{what} changes from {before[key]} to {after[key]}: Spark repartitions "
+                                    "RocksDB state only, so the restart re-seeds: it archives the old state inside "
+                                    f"the checkpoint and carries its open windows into new state of {after[key]} "
+                                    "partitions, every aggregate going on", was, now))
+            continue
         message = (f"{what} changes from {before[key]} to {after[key]}: Spark keeps a checkpoint's {what} for its "
                    "life (Flink rescales its key groups), so the new value takes effect only with new state")
         if key == SHUFFLE_PARTITIONS:
             message += ("; Spark repartitions RocksDB state only (SET 'state.backend.type' = 'rocksdb' from the "
                         "first deploy carries the state across a new parallelism)")
+            if reseeds_partitions(old, new):
+                message += "; a re-seed cannot carry " + ", ".join(f"the state of {name} ({why})"
+                                                                  for name, why in sorted(blocked.items()))
         findings.append(Finding(f"{PREFIX}.setting.{rule}", INCOMPATIBLE, message, was, now))
     return findings
 

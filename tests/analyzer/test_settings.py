@@ -5,6 +5,9 @@ from __future__ import annotations
 import pytest
 
 from stategate.analyzer import SQLModelError, Verdict, build, compare
+from stategate.analyzer.judgement import Deployed, judge
+from stategate.analyzer.layout import plan
+from stategate.analyzer.signature import state_signature
 from stategate.analyzer.settings import (DEFAULT_PARTITIONS, HDFS_BACKED, ROCKSDB, SHUFFLE_PARTITIONS, STATE_STORE,
                                          ignored, spark_settings, state_settings)
 from tests.analyzer.seed_cases import legacy
@@ -94,3 +97,35 @@ def test_a_changed_parallelism_of_other_state_says_what_would_carry_it() -> None
 def test_the_same_state_settings_spelled_another_way_keep_the_state(before, after) -> None:
     assert state_settings(build(job(*before))) == state_settings(build(job(*after)))
     assert compare(job(*before), job(*after)).verdict is Verdict.FULL
+
+
+FILES_JOB = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING,\n"
+             "  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', "
+             "'path' = '/bids', 'format' = 'csv');\n"
+             "SELECT item, window_start, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), "
+             "INTERVAL '10' MINUTES))\nGROUP BY item, window_start, window_end;")
+CASCADE = FILES_JOB[:FILES_JOB.index("SELECT")] + (
+    "CREATE VIEW M AS SELECT item, window_start, window_end, window_time AS t, SUM(price) AS s\n"
+    "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
+    "GROUP BY item, window_start, window_end, window_time;\n"
+    "SELECT item, window_start, SUM(s) FROM TABLE(TUMBLE(TABLE M, DESCRIPTOR(t), INTERVAL '1' HOUR))\n"
+    "GROUP BY item, window_start, window_end;")
+
+
+def test_a_changed_parallelism_of_other_state_re_seeds_where_every_pipeline_can() -> None:
+    """The HDFS-backed store is never repartitioned by Spark; a job whose state a re-seed carries
+    goes on in new state at the new number of partitions, every aggregate from its state (FULL)."""
+    old, new = build(FILES_JOB), build("SET 'parallelism.default' = '8';\n" + FILES_JOB)
+    judged = judge(new, Deployed(old, state_signature(old, plan(old))))
+    assert judged.verdict is Verdict.FULL and judged.layout is not None
+    assert judged.layout.reseeded == {"select#1"}
+    (finding,) = [f for f in judged.report.findings if f.rule.startswith("stategate.setting.parallelism")]
+    assert finding.rule == "stategate.setting.parallelism.reseeded" and "new state of 8 partitions" in finding.message
+    assert "stategate.layout.reseed" not in {f.rule for f in judged.report.findings}, "the aggregates fit"
+
+
+def test_a_changed_parallelism_that_a_re_seed_cannot_carry_says_whose_state() -> None:
+    report = compare(CASCADE, "SET 'parallelism.default' = '8';\n" + CASCADE)
+    assert report.verdict is Verdict.INCOMPATIBLE
+    (finding,) = [f for f in report.findings if f.rule == "stategate.setting.parallelism"]
+    assert "a re-seed cannot carry the state of select#1 (a cascade keeps a state per window)" in finding.message

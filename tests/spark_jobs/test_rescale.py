@@ -1,5 +1,6 @@
 """A parallelism change keeps its state: parallelism 3 → 6 → 2 on RocksDB state, every kind of window
-equal to an uninterrupted run, and a repartition a killed job left unfinished is finished first."""
+equal to an uninterrupted run, and a repartition a killed job left unfinished is finished first; on
+the HDFS-backed store, which Spark does not repartition, 3 → 6 re-seeds into new state."""
 
 from __future__ import annotations
 
@@ -8,7 +9,7 @@ from pathlib import Path
 
 from stategate.analyzer import Verdict
 from stategate.analyzer.settings import SHUFFLE_PARTITIONS
-from stategate.spark_jobs.checkpoint import QueryLog
+from stategate.spark_jobs.checkpoint import RECORD_DIR, RESEEDED, QueryLog
 from stategate.spark_jobs.job import RunResult
 from stategate.spark_jobs.storage import LocalFiles
 from tests.spark_jobs.helpers import bid_ddl, collect_pipelines
@@ -33,9 +34,12 @@ SINK_COLUMNS = "supplier_id STRING, window_start TIMESTAMP(3), window_end TIMEST
                "total DECIMAL(38, 2), top DECIMAL(10, 2)"
 
 
-def job(source: Path, parallelism: int) -> str:
+ROCKSDB = "SET 'state.backend.type' = 'rocksdb';\n"
+
+
+def job(source: Path, parallelism: int, store: str = ROCKSDB) -> str:
     """Every kind of window, each into its own sink (the tests' writers stand in for them)."""
-    return (f"SET 'state.backend.type' = 'rocksdb';\nSET 'parallelism.default' = '{parallelism}';\n"
+    return (f"{store}SET 'parallelism.default' = '{parallelism}';\n"
             + bid_ddl(source)
             + "".join(f"CREATE TABLE {sink} ({SINK_COLUMNS}) WITH ('connector' = 'print');\n"
                       f"INSERT INTO {sink}\n{SELECT}\nFROM TABLE({WINDOWS[kind]})\n{GROUP}"
@@ -103,3 +107,22 @@ def test_parallelism_3_6_2_keeps_every_window_equal_to_an_uninterrupted_run(spar
     open_at_first_restart = [r for r in emitted(rows)["TUMBLE"] if r[1] == "2020-04-15 08:10:00"]
     assert open_at_first_restart == [("s1", "2020-04-15 08:10:00", "2020-04-15 08:20:00", "2", "12.00", "7.00"),
                                      ("s2", "2020-04-15 08:10:00", "2020-04-15 08:20:00", "2", "3.00", "2.00")]
+
+
+def test_a_parallelism_change_of_hdfs_backed_state_re_seeds_every_kind_of_window(spark, tmp_path) -> None:
+    source, checkpoint = tmp_path / "source", tmp_path / "checkpoint"
+    rows: dict[str, list] = {}
+    write(source, "a.csv", PART_A)
+    run_job(spark, job(source, 3, store=""), checkpoint, rows)
+    write(source, "b.csv", PART_B, closer=True)
+    second = run_job(spark, job(source, 6, store=""), checkpoint, rows)
+    assert second.report is not None and second.report.verdict is Verdict.FULL
+    assert "stategate.setting.parallelism.reseeded" in {f.rule for f in second.report.findings}
+    assert not second.repartitioned and {partitions(checkpoint / name) for name in PIPELINES} == {6}
+    assert len(list((checkpoint / RECORD_DIR / RESEEDED).iterdir())) == 1, "the old state, archived once"
+
+    whole: dict[str, list] = {}
+    for name, part in (("a.csv", PART_A), ("b.csv", PART_B)):
+        write(tmp_path / "whole", name, part, closer=name == "b.csv")
+    run_job(spark, job(tmp_path / "whole", 3, store=""), tmp_path / "uninterrupted", whole)
+    assert emitted(rows) == emitted(whole) and all(emitted(whole).values())

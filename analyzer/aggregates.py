@@ -75,8 +75,8 @@ class Field:
 COUNTED = Field("c", "int", "count", Pool.PLAIN)
 EXACT_SUM = Field("x", "decimal", "sum", Pool.PLAIN)
 FLOATING_VALUE = Field("d", "double", "sum", Pool.PLAIN)
-#: An integer's SUM, MIN or MAX, in a long as Spark keeps it (a long wraps where Flink's integer
-#: sums wrap; ANSI Spark stops instead). Slots recorded before it keep integers as exact numbers.
+#: An integer's SUM, MIN or MAX, in a long as Spark keeps it (a sum past a long's range stops the job
+#: with Spark's overflow error). Slots recorded before it keep integers as exact numbers.
 INTEGER_VALUE = Field("i", "bigint", "sum", Pool.PLAIN, generic=False)
 EXACT_EXTREME = Field("o", "decimal", "max", Pool.PLAIN)  # exact numbers, and times as microseconds
 #: The digits a time's microseconds are kept in: those of every Flink TIMESTAMP (years 0000 to 9999)

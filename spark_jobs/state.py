@@ -63,8 +63,7 @@ _BY_ARRIVAL = {FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max", ALL_BY_ARRIVAL: 
 
 #: The type sums are kept in, per summable value family (as the analyzer tells them), where a slot's
 #: shape says no scale (distinct slots, generic slots).
-SUM_TYPES: dict[Family, T.DataType] = {Family.EXACT: T.DecimalType(38, EXACT_SCALE), Family.INTEGER: T.LongType(),
-                                        Family.FLOATING: T.DoubleType()}
+SUM_TYPES: dict[Family, T.DataType] = {Family.EXACT: T.DecimalType(38, EXACT_SCALE), Family.FLOATING: T.DoubleType()}
 
 
 def family_of(data_type: T.DataType, function: str) -> Family:

@@ -48,7 +48,7 @@ from stategate.spark_jobs.assembly import SLICES_DIR, SliceLog
 from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
 from stategate.spark_jobs.guard import CheckpointRefused
 from stategate.spark_jobs.lifecycle import sql_digest
-from stategate.spark_jobs.state import GROUPING_SET, ROWS, stored_fields
+from stategate.spark_jobs.state import GROUPING_SET, ROWS, pooled_as_kept, stored_fields
 from stategate.spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.reseed")
@@ -233,7 +233,7 @@ def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, ba
     groups = stored_fields(spark.read.format("statestore").option("batchId", batch).load(location), old, session)
     entries = SliceLog(storage, location, SLICES_DIR).read_by(batch + 1)
     if entries:
-        retained = spark.read.parquet(*SliceLog(storage, location, SLICES_DIR).paths(entries))
+        retained = pooled_as_kept(spark.read.parquet(*SliceLog(storage, location, SLICES_DIR).paths(entries)), old)
         groups = groups.unionByName(retained, allowMissingColumns=True)
     renamed = []
     for pool in Pool:

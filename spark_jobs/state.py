@@ -42,12 +42,13 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, AGGREGATES, FIRST_BY_ARRIVAL, LAST_BY_ARRIVAL, MERGE,
+from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, AGGREGATES, ARRIVED, FIRST_BY_ARRIVAL, LAST_BY_ARRIVAL, MERGE,
                                            SUM_SQUARES, Pool, Result, state_of)
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
 from stategate.analyzer.value_types import MAX_DIGITS, Family
+from stategate.spark_jobs import unsafe_rows
 
 #: The internal row count every layout keeps, whatever the query's aggregates: it says which
 #: (key, window) groups exist and shapes sessions. It is not the user's COUNT(*), which has a slot
@@ -137,7 +138,8 @@ def stored_fields(state: DataFrame, layout: StageLayout, session: bool = False) 
 
     Spark names a state row's columns after its aggregate functions' buffers (``count``, ``sum``,
     ``isEmpty``, ``max``), in buffer order, so they are taken by position: a field is one column,
-    an exact sum two, the second saying the sum saw no value (its first is then 0, not NULL). A
+    an exact sum two, the second saying the sum saw no value (its first is then 0, not NULL); a
+    list or set is the bytes Spark serialized it to, read back (:mod:`spark_jobs.unsafe_rows`). A
     ``session``'s state is keyed by its group and start, and keeps the whole row: the group again,
     the session (``session_window``), then the buffer."""
     key = state.schema["key"].dataType.names  # type: ignore[attr-defined]
@@ -154,11 +156,37 @@ def stored_fields(state: DataFrame, layout: StageLayout, session: bool = False) 
         column = value.getField(f"_{position}")
         if field.width == 2:  # Spark's sum of decimals and whether it is empty
             column = F.when(~value.getField(f"_{position + 1}"), column)
+        if field.serialized:
+            column = _unserialized(column, field)
         columns.append(column.alias(field.name))
         position += field.width
     if position != len(stored.fields):
         raise ValueError(f"the state holds {len(stored.fields)} columns where the recorded layout has {position}")
     return state.select(*columns)
+
+
+def _unserialized(column: Column, field: _Field) -> Column:
+    """A list or set Spark keeps serialized (text values, or values with their arrivals), as the
+    list of its values: decoded in Spark's Python workers, once, at a re-seed."""
+    if field.sql_type == "string":
+        return F.udf(unsafe_rows.strings, "array<string>", useArrow=False)(column)
+    decoded = F.udf(unsafe_rows.arrivals, "array<struct<t:bigint,f:bigint,n:bigint,v:string>>",
+                    useArrow=False)(column)
+    return F.transform(decoded, lambda e: F.struct(
+        F.struct(F.timestamp_micros(e["t"]).alias("t"), e["f"].alias("f"), e["n"].alias("n")).alias("o"),
+        e["v"].alias("v"))).cast(f"array<{ARRIVED}>")
+
+
+def pooled_as_kept(slices: DataFrame, layout: StageLayout) -> DataFrame:
+    """Slices of the slice log (:func:`pooled`) with their fields as a stage of ``layout`` keeps
+    them: a list pooled in arrival order gets back an arrival per value, its position. A closed
+    slice takes no more values, so that order is all it needs."""
+    arrived = {f.name for f in _buffer(layout, {}) if f.serialized and f.sql_type == ARRIVED}
+    return slices.select(*[
+        F.transform(F.col(c), lambda v, i: F.struct(
+            F.struct(F.timestamp_micros(F.lit(0)).alias("t"), F.lit(0).cast("long").alias("f"),
+                     i.cast("long").alias("n")).alias("o"), v.alias("v"))).cast(f"array<{ARRIVED}>").alias(c)
+        if c in arrived else F.col(c) for c in slices.columns])
 
 
 def set_key(layout: StageLayout) -> list[str]:
@@ -233,15 +261,27 @@ def _sum_type(decimal: str) -> str:
 def carried_rows(carried: DataFrame, keys: Sequence[str], shape: T.StructType) -> DataFrame:
     """The state carried into a re-seeded layout (one row per group, the buffer's fields by name,
     ``w`` its slice) as rows of ``shape`` (the input rows' contributions): its counts, sums and
-    extremes, a field it lacks (an added aggregate) NULL. No list or set is carried
-    (:mod:`analyzer.reseed` refuses them). Its time is the slice's start, so it lands in its own
-    slice; ``CARRIED_UNTIL`` is the slice's end, which a session's needs
-    (:meth:`spark_jobs.slicing.WindowSlicer.carried_slice`)."""
+    extremes, a field it lacks (an added aggregate) NULL; each value of a list or set as a row of
+    its own, which counts no row (the value's field holds it, every other one NULL). Its time is
+    the slice's start, so it lands in its own slice; ``CARRIED_UNTIL`` is the slice's end, which a
+    session's needs (:meth:`spark_jobs.slicing.WindowSlicer.carried_slice`)."""
     names = [c.name for c in shape.fields if c.name.startswith(_CONTRIBUTION)]
-    values = [(F.col(n.removeprefix(_CONTRIBUTION)) if n.removeprefix(_CONTRIBUTION) in carried.columns
-               else F.lit(None)).cast(shape[n].dataType).alias(n) for n in names]
-    return carried.select(*keys, GROUPING_SET, F.col("w.start").alias("ts"), F.col("w.end").alias(CARRIED_UNTIL),
-                          *values)
+    fields = {n: n.removeprefix(_CONTRIBUTION) for n in names}
+    lists = [n for n in names
+             if fields[n] in carried.columns and isinstance(carried.schema[fields[n]].dataType, T.ArrayType)]
+    where: list[Column | str] = [*keys, GROUPING_SET, F.col("w.start").alias("ts"),
+                                 F.col("w.end").alias(CARRIED_UNTIL)]
+
+    def row(values: dict[str, Column]) -> list[Column]:
+        return [values.get(n, F.lit(None)).cast(shape[n].dataType).alias(n) for n in names]
+
+    groups = carried.select(*where, *row({n: F.col(fields[n]) for n in names
+                                          if fields[n] in carried.columns and n not in lists}))
+    for name in lists:
+        values = carried.select(*where, F.explode(fields[name]).alias(name))
+        groups = groups.unionByName(values.select(*where[:-2], "ts", CARRIED_UNTIL, *row(
+            {_contribution(ROWS): F.lit(0), name: F.col(name)})))
+    return groups
 
 
 #: The end of a carried group's slice (:func:`carried_rows`); NULL on input rows.
@@ -264,6 +304,7 @@ class _Field:
     sql_type: str
     slot: Slot | None
     width: int = 1  # columns of Spark's buffer for it (``Field.buffer_width``)
+    serialized: bool = False  # a list or set, which Spark keeps serialized (``Field.serialized``)
 
 
 def slot_fields(slot: Slot) -> list[tuple[str, str]]:
@@ -281,7 +322,7 @@ def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_F
             for field in shape.fields(pool):
                 name = f"{field.stem}{i}"
                 fields.append(_Field(name, held.get(name, field.idle), shape.sql_type(field), slot if name in held else None,
-                                     field.buffer_width))
+                                     field.buffer_width, field.serialized))
     return fields
 
 

@@ -125,17 +125,21 @@ def test_a_slot_that_would_round_or_overflow_its_argument_stops_the_job_before_i
 
 
 def test_a_restart_that_does_not_fit_the_slots_and_cannot_re_seed_is_refused(spark, tmp_path) -> None:
-    """Spark keeps a LISTAGG's values serialized in its state, which a re-seed does not carry."""
+    """A cascade keeps a state per window, which a re-seed does not carry."""
     source = seed_bids(tmp_path)
     checkpoint = tmp_path / "checkpoint"
     narrow = "SET 'stategate.state.slots' = '1';\n"
-    listed = query("window_start, item, SUM(price) AS s, LISTAGG(supplier_id) AS l", "item, window_start, window_end")
-    collect(spark, narrow + bid_ddl(source) + listed, checkpoint)
+    cascade = ("CREATE VIEW M AS SELECT item, window_time AS t, SUM(price) AS s\n"
+               "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES))\n"
+               "GROUP BY item, window_start, window_end, window_time;\n"
+               "SELECT window_start, item, SUM(s) AS s\n"
+               "FROM TABLE(TUMBLE(TABLE M, DESCRIPTOR(t), INTERVAL '10' MINUTES))\n"
+               "GROUP BY item, window_start, window_end;")
+    collect(spark, narrow + bid_ddl(source) + cascade, checkpoint)
     before = snapshot(checkpoint)
-    wider = listed.replace("SUM(price) AS s", "SUM(price) AS s, MAX(price) AS m")
+    wider = cascade.replace("SUM(s) AS s", "SUM(s) AS s, MAX(s) AS m")
     with pytest.raises(CheckpointRefused, match="stategate.layout.no-room.*only 0 of 1 plain slots are free.*"
-                                                "cannot be re-seeded: Spark keeps the values of a DISTINCT aggregate, "
-                                                "LISTAGG"):
+                                                "cannot be re-seeded: a cascade keeps a state per window"):
         collect(spark, narrow + bid_ddl(source) + wider, checkpoint)
     assert snapshot(checkpoint) == before
 

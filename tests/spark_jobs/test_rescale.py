@@ -37,12 +37,23 @@ SINK_COLUMNS = "supplier_id STRING, window_start TIMESTAMP(3), window_end TIMEST
 ROCKSDB = "SET 'state.backend.type' = 'rocksdb';\n"
 
 
-def job(source: Path, parallelism: int, store: str = ROCKSDB) -> str:
+#: Aggregates that keep lists and sets, which Spark serializes in its state (a DISTINCT one is not
+#: run over SESSION windows: a COUNT stands in).
+LISTS = ", LISTAGG(item) AS items, ARRAY_AGG(price) AS prices, COUNT(DISTINCT supplier_id || item) AS d"
+LIST_COLUMNS = ", items STRING, prices ARRAY<DECIMAL(10, 2)>, d BIGINT"
+
+
+def job(source: Path, parallelism: int, store: str = ROCKSDB, lists: bool = False) -> str:
     """Every kind of window, each into its own sink (the tests' writers stand in for them)."""
+    def select(kind: str) -> str:
+        added = LISTS.replace("COUNT(DISTINCT", "COUNT(") if kind == "SESSION" else LISTS
+        return SELECT + (added if lists else "")
+
     return (f"{store}SET 'parallelism.default' = '{parallelism}';\n"
             + bid_ddl(source)
-            + "".join(f"CREATE TABLE {sink} ({SINK_COLUMNS}) WITH ('connector' = 'print');\n"
-                      f"INSERT INTO {sink}\n{SELECT}\nFROM TABLE({WINDOWS[kind]})\n{GROUP}"
+            + "".join(f"CREATE TABLE {sink} ({SINK_COLUMNS}{LIST_COLUMNS if lists else ''}) "
+                      "WITH ('connector' = 'print');\n"
+                      f"INSERT INTO {sink}\n{select(kind)}\nFROM TABLE({WINDOWS[kind]})\n{GROUP}"
                       for sink, kind in PIPELINES.items()))
 
 
@@ -110,12 +121,14 @@ def test_parallelism_3_6_2_keeps_every_window_equal_to_an_uninterrupted_run(spar
 
 
 def test_a_parallelism_change_of_hdfs_backed_state_re_seeds_every_kind_of_window(spark, tmp_path) -> None:
+    """With LISTAGG, ARRAY_AGG and a DISTINCT aggregate: the lists and sets Spark serializes in its
+    state are read back and carried value for value, in arrival order."""
     source, checkpoint = tmp_path / "source", tmp_path / "checkpoint"
     rows: dict[str, list] = {}
     write(source, "a.csv", PART_A)
-    run_job(spark, job(source, 3, store=""), checkpoint, rows)
+    run_job(spark, job(source, 3, store="", lists=True), checkpoint, rows)
     write(source, "b.csv", PART_B, closer=True)
-    second = run_job(spark, job(source, 6, store=""), checkpoint, rows)
+    second = run_job(spark, job(source, 6, store="", lists=True), checkpoint, rows)
     assert second.report is not None and second.report.verdict is Verdict.FULL
     assert "stategate.setting.parallelism.reseeded" in {f.rule for f in second.report.findings}
     assert not second.repartitioned and {partitions(checkpoint / name) for name in PIPELINES} == {6}
@@ -124,5 +137,9 @@ def test_a_parallelism_change_of_hdfs_backed_state_re_seeds_every_kind_of_window
     whole: dict[str, list] = {}
     for name, part in (("a.csv", PART_A), ("b.csv", PART_B)):
         write(tmp_path / "whole", name, part, closer=name == "b.csv")
-    run_job(spark, job(tmp_path / "whole", 3, store=""), tmp_path / "uninterrupted", whole)
+    run_job(spark, job(tmp_path / "whole", 3, store="", lists=True), tmp_path / "uninterrupted", whole)
     assert emitted(rows) == emitted(whole) and all(emitted(whole).values())
+    spanning = [r for r in emitted(rows)["TUMBLE"] if r[1] == "2020-04-15 08:10:00"]
+    assert [r[6:] for r in spanning] == [("D,F", "[Decimal('5.00'), Decimal('7.00')]", "2"),
+                                         ("E,G", "[Decimal('1.00'), Decimal('2.00')]", "2")], \
+        "the windows open at the restart: a value from the state, then one from after it"

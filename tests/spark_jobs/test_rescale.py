@@ -5,6 +5,7 @@ the HDFS-backed store, which Spark does not repartition, 3 → 6 re-seeds into n
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 from stategate.analyzer import Verdict
@@ -123,11 +124,18 @@ def test_parallelism_3_6_2_keeps_every_window_equal_to_an_uninterrupted_run(spar
 def test_a_parallelism_change_of_hdfs_backed_state_re_seeds_every_kind_of_window(spark, tmp_path) -> None:
     """With LISTAGG, ARRAY_AGG and a DISTINCT aggregate: the lists and sets Spark serializes in its
     state are read back and carried value for value, in arrival order."""
+    def write_in_order(directory: Path, name: str, part: list, closer: bool = False) -> None:
+        """Files modified one second apart, so their rows arrive in one order in every run (a
+        tie in Spark's modification time would be broken by the path)."""
+        write(directory, name, part, closer)
+        at = 1_700_000_000 + (name == "b.csv")
+        os.utime(directory / name, (at, at))
+
     source, checkpoint = tmp_path / "source", tmp_path / "checkpoint"
     rows: dict[str, list] = {}
-    write(source, "a.csv", PART_A)
+    write_in_order(source, "a.csv", PART_A)
     run_job(spark, job(source, 3, store="", lists=True), checkpoint, rows)
-    write(source, "b.csv", PART_B, closer=True)
+    write_in_order(source, "b.csv", PART_B, closer=True)
     second = run_job(spark, job(source, 6, store="", lists=True), checkpoint, rows)
     assert second.report is not None and second.report.verdict is Verdict.FULL
     assert "stategate.setting.parallelism.reseeded" in {f.rule for f in second.report.findings}
@@ -136,7 +144,7 @@ def test_a_parallelism_change_of_hdfs_backed_state_re_seeds_every_kind_of_window
 
     whole: dict[str, list] = {}
     for name, part in (("a.csv", PART_A), ("b.csv", PART_B)):
-        write(tmp_path / "whole", name, part, closer=name == "b.csv")
+        write_in_order(tmp_path / "whole", name, part, closer=name == "b.csv")
     run_job(spark, job(tmp_path / "whole", 3, store="", lists=True), tmp_path / "uninterrupted", whole)
     assert emitted(rows) == emitted(whole) and all(emitted(whole).values())
     spanning = [r for r in emitted(rows)["TUMBLE"] if r[1] == "2020-04-15 08:10:00"]

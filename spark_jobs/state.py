@@ -172,9 +172,13 @@ def _unserialized(column: Column, field: _Field) -> Column:
         return F.udf(unsafe_rows.strings, "array<string>", useArrow=False)(column)
     decoded = F.udf(unsafe_rows.arrivals, "array<struct<t:bigint,f:bigint,n:bigint,v:string>>",
                     useArrow=False)(column)
-    return F.transform(decoded, lambda e: F.struct(
-        F.struct(F.timestamp_micros(e["t"]).alias("t"), e["f"].alias("f"), e["n"].alias("n")).alias("o"),
-        e["v"].alias("v"))).cast(f"array<{ARRIVED}>")
+    return F.transform(decoded, lambda e: _with_arrival(F.timestamp_micros(e["t"]), e["f"], e["n"], e["v"])) \
+        .cast(f"array<{ARRIVED}>")
+
+
+def _with_arrival(t: Column, f: Column, n: Column, value: Column) -> Column:
+    """A value kept with its arrival (:data:`analyzer.aggregates.ARRIVED`)."""
+    return F.struct(F.struct(t.alias("t"), f.alias("f"), n.alias("n")).alias("o"), value.alias("v"))
 
 
 def pooled_as_kept(slices: DataFrame, layout: StageLayout) -> DataFrame:
@@ -183,9 +187,8 @@ def pooled_as_kept(slices: DataFrame, layout: StageLayout) -> DataFrame:
     slice takes no more values, so that order is all it needs."""
     arrived = {f.name for f in _buffer(layout, {}) if f.serialized and f.sql_type == ARRIVED}
     return slices.select(*[
-        F.transform(F.col(c), lambda v, i: F.struct(
-            F.struct(F.timestamp_micros(F.lit(0)).alias("t"), F.lit(0).cast("long").alias("f"),
-                     i.cast("long").alias("n")).alias("o"), v.alias("v"))).cast(f"array<{ARRIVED}>").alias(c)
+        F.transform(F.col(c), lambda v, i: _with_arrival(F.timestamp_micros(F.lit(0)), F.lit(0).cast("long"),
+                                                        i.cast("long"), v)).cast(f"array<{ARRIVED}>").alias(c)
         if c in arrived else F.col(c) for c in slices.columns])
 
 

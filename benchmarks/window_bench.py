@@ -55,6 +55,11 @@ class Top:
     call: str
     builtin: str
     ordered: bool = False
+    builtin_type: str = ""  # the type of Spark's own, where it is not the sink's
+
+    @property
+    def spark_type(self) -> str:
+        return self.builtin_type or self.sink_type
 
 
 TOPS = {
@@ -63,6 +68,12 @@ TOPS = {
     "FIRST_VALUE": Top("DECIMAL(10, 2)", "FIRST_VALUE(price)", "first({}, true)", ordered=True),
     "LISTAGG": Top("STRING", "LISTAGG(CAST(price AS STRING))", "array_join(collect_list(CAST({} AS STRING)), ',')",
                    ordered=True),
+    "ARRAY_AGG": Top("ARRAY<DECIMAL(10, 2)>", "ARRAY_AGG(price)", "collect_list({})", ordered=True),
+    "JSON_ARRAYAGG": Top("STRING", "JSON_ARRAYAGG(price)", "to_json(collect_list({}))", ordered=True),
+    # Flink's MULTISET: stategate keeps the list and counts each value when the window closes; Spark
+    # has no multiset aggregate, and its list is what a user would keep.
+    "COLLECT": Top("MULTISET<DECIMAL(10, 2)>", "COLLECT(price)", "collect_list({})", ordered=True,
+                   builtin_type="ARRAY<DECIMAL(10, 2)>"),
 }
 
 
@@ -77,10 +88,12 @@ class Case:
     top: str = "MAX"  # the third aggregate (:data:`TOPS`)
 
 
+TUMBLE_1 = "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)"
+HOP_60 = "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)"
+
 CASES = [
-    Case("TUMBLE 1 min", "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)", "tumble", 1),
-    Case("HOP 60 min / 1 min", "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)",
-         "hop", 60, 1),
+    Case("TUMBLE 1 min", TUMBLE_1, "tumble", 1),
+    Case("HOP 60 min / 1 min", HOP_60, "hop", 60, 1),
     Case("CUMULATE 1 min / 60 min",
          "CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)", "cumulate", 60, 1),
     Case("SESSION 2 min gap", "SESSION(TABLE Bid PARTITION BY supplier, DESCRIPTOR(bidtime), INTERVAL '2' MINUTES)",
@@ -90,21 +103,10 @@ CASES = [
     Case("CUMULATE 1 min / 1440 min",
          "CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '1440' MINUTES)",
          "cumulate", 1440, 1, True),
-    Case("TUMBLE 1 min STDDEV_POP", "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)", "tumble", 1,
-         top="STDDEV_POP"),
-    Case("HOP 60 min / 1 min STDDEV_POP",
-         "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)", "hop", 60, 1,
-         top="STDDEV_POP"),
-    Case("TUMBLE 1 min FIRST_VALUE", "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)", "tumble", 1,
-         top="FIRST_VALUE"),
-    Case("HOP 60 min / 1 min FIRST_VALUE",
-         "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)", "hop", 60, 1,
-         top="FIRST_VALUE"),
-    Case("TUMBLE 1 min LISTAGG", "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)", "tumble", 1,
-         top="LISTAGG"),
-    Case("HOP 60 min / 1 min LISTAGG",
-         "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)", "hop", 60, 1,
-         top="LISTAGG"),
+    # Every other aggregate as the third, on TUMBLE and HOP (the two).
+    *(case for top in TOPS if top != "MAX" for case in (
+        Case(f"TUMBLE 1 min {top}", TUMBLE_1, "tumble", 1, top=top),
+        Case(f"HOP 60 min / 1 min {top}", HOP_60, "hop", 60, 1, top=top))),
 ]
 
 
@@ -115,7 +117,7 @@ def builtin_frame(case: Case, frame):
     chosen = TOPS[case.top]
 
     def top(value: str):
-        return F.expr(chosen.builtin.format(value)).cast(chosen.sink_type).alias("top")
+        return F.expr(chosen.builtin.format(value)).cast(chosen.spark_type).alias("top")
 
     def agg(grouped_frame, window):
         return grouped_frame.groupBy(window.alias("w"), "supplier").agg(

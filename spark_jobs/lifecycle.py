@@ -100,11 +100,14 @@ class Supervisor:
         beat = time.monotonic()
         try:
             while True:
-                failed = [q for q in queries if not q.isActive and q.exception() is not None]
+                # One look at each query: asked twice, a query failing in between would count
+                # neither as failed nor as active, and the job would end as if its input had.
+                # (Spark sets a query's error before it marks the query ended.)
+                active = [q for q in queries if q.isActive]
+                failed = [q for q in queries if q not in active and q.exception() is not None]
                 if failed and not self._refused.is_set():
                     error = failed[0].exception()
                     raise JobFailed(f"query {failed[0].name or failed[0].id} ended with an error: {error}")
-                active = [q for q in queries if q.isActive]
                 if not active:
                     break
                 if not self._stopping.is_set() and self.checkpoint.stop_requested() is not None:

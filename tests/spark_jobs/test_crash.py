@@ -13,7 +13,7 @@ import sys
 
 from stategate.spark_jobs.job import run
 from tests.spark_jobs.crashes import (
-    REPO, CrashingJob, duplicates, job_script, missing_and_extra, sink_rows, write_bids)
+    REPO, CrashingJob, duplicates, missing_and_extra, sink_rows, write_bids)
 
 FILES, ROWS_PER_FILE = 6, 40
 
@@ -26,12 +26,8 @@ def stop_times_out(job: CrashingJob) -> None:
     assert "is still stopping after 3 s" in asked.stderr and "Killing it is safe" in asked.stderr
 
 
-def test_killed_jobs_restart_to_exactly_the_rows_of_an_uninterrupted_run(spark, tmp_path) -> None:
-    reference = tmp_path / "uninterrupted"
-    write_bids(reference / "incoming", FILES, ROWS_PER_FILE)
-    run(spark, job_script(reference), reference / "checkpoint")
-    expected = sink_rows(reference)
-    assert all(len(rows) > FILES for rows in expected.values()) and duplicates(expected) == 0
+def test_killed_jobs_restart_to_exactly_the_rows_of_an_uninterrupted_run(spark, uninterrupted, tmp_path) -> None:
+    expected = uninterrupted(FILES, ROWS_PER_FILE)
 
     job = CrashingJob(tmp_path / "crashed")
     write_bids(job.root / "incoming", FILES, ROWS_PER_FILE)

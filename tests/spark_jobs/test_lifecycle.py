@@ -17,21 +17,15 @@ from pathlib import Path
 from stategate.spark_jobs.checkpoint import AppState, Checkpoint
 from stategate.spark_jobs.job import run
 from stategate.spark_jobs.storage import LocalFiles
-from tests.spark_jobs.crashes import REPO, SINKS, CrashingJob, job_script, sink_rows, write_bids
+from tests.spark_jobs.crashes import REPO, SINKS, CrashingJob, sink_rows, write_bids
 
-FILES, ROWS_PER_FILE = 8, 30
+FILES, ROWS_PER_FILE = 6, 40
 ALWAYS_ON = ("--trigger", "processing-time=500 milliseconds", "--heartbeat", "1")
 
 
 def stop(checkpoint: Path, timeout: float = 120) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "stategate.spark_jobs", "stop", "--checkpoint", str(checkpoint),
                            "--timeout", str(timeout)], cwd=REPO, capture_output=True, text=True, timeout=timeout + 60)
-
-
-def uninterrupted(spark, folder: Path) -> dict:
-    write_bids(folder / "incoming", FILES, ROWS_PER_FILE)
-    run(spark, job_script(folder), folder / "checkpoint")
-    return sink_rows(folder)
 
 
 def wait_for(condition, timeout: float, what: str, process: subprocess.Popen | None = None) -> None:
@@ -42,8 +36,8 @@ def wait_for(condition, timeout: float, what: str, process: subprocess.Popen | N
         time.sleep(0.1)
 
 
-def test_a_stop_lets_the_batch_in_progress_commit_and_a_restart_continues_exactly(spark, tmp_path) -> None:
-    expected = uninterrupted(spark, tmp_path / "reference")
+def test_a_stop_lets_the_batch_in_progress_commit_and_a_restart_continues_exactly(spark, uninterrupted, tmp_path) -> None:
+    expected = uninterrupted(FILES, ROWS_PER_FILE)
     job = CrashingJob(tmp_path / "job", arguments=ALWAYS_ON)
     write_bids(job.root / "incoming", FILES, ROWS_PER_FILE)
     checkpoint = Checkpoint(LocalFiles(), str(job.checkpoint))

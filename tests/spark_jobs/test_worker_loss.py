@@ -11,7 +11,6 @@ import time
 from pathlib import Path
 
 from stategate.provider.shipping import job_py_files
-from stategate.spark_jobs.job import run
 from tests.spark_jobs.crashes import SINKS, duplicates, job_script, missing_and_extra, sink_rows, write_bids
 
 FILES, ROWS_PER_FILE = 6, 40
@@ -32,11 +31,8 @@ def committed(root: Path) -> int:
     return sum(len(list((root / "checkpoint" / sink / "commits").glob("[0-9]*"))) for sink in SINKS)
 
 
-def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(spark, spark_cluster, tmp_path: Path) -> None:
-    reference = tmp_path / "uninterrupted"
-    write_bids(reference / "incoming", FILES, ROWS_PER_FILE)
-    run(spark, job_script(reference), reference / "checkpoint")
-    expected = sink_rows(reference)
+def test_a_worker_killed_mid_stream_loses_and_repeats_nothing(uninterrupted, spark_cluster, tmp_path: Path) -> None:
+    expected = uninterrupted(FILES, ROWS_PER_FILE)
 
     root = tmp_path / "cluster"
     write_bids(root / "incoming", FILES, ROWS_PER_FILE)

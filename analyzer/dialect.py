@@ -274,7 +274,8 @@ class FlinkGenerator(generator.Generator):
         exp.ApproxDistinct: lambda self, e: self.func("APPROX_COUNT_DISTINCT", e.this),
     }
 
-    TYPE_MAPPING = {**generator.Generator.TYPE_MAPPING, exp.DataType.Type.STRUCT: "ROW"}
+    TYPE_MAPPING = {**generator.Generator.TYPE_MAPPING, exp.DataType.Type.STRUCT: "ROW",
+                    exp.DataType.Type.LIST: "MULTISET"}
 
     PROPERTIES_LOCATION = {
         **generator.Generator.PROPERTIES_LOCATION,
@@ -305,8 +306,10 @@ class Flink(Dialect):
         COMMANDS = tokens.Tokenizer.COMMANDS - {TokenType.EXECUTE}
         # Flink's comments do not nest: the first */ closes /* a /* b */.
         NESTED_COMMENTS = False
-        # ROW<name TYPE, ...> (and ROW(name TYPE, ...)) is Flink's nested row type, as Presto's ROW.
-        KEYWORDS = {**tokens.Tokenizer.KEYWORDS, "ROW": TokenType.STRUCT}
+        # ROW<name TYPE, ...> (and ROW(name TYPE, ...)) is Flink's nested row type, as Presto's ROW;
+        # MULTISET<T> (COLLECT's result) its nested bag, held as sqlglot's LIST (Flink has no LIST).
+        KEYWORDS = {**{k: v for k, v in tokens.Tokenizer.KEYWORDS.items() if k != "LIST"},
+                    "ROW": TokenType.STRUCT, "MULTISET": TokenType.LIST}
 
     Parser = FlinkParser
     Generator = FlinkGenerator

@@ -33,6 +33,7 @@ ROUND_TRIP = [
     "SELECT COUNT(*) FILTER(WHERE a > 1) FROM t",
     "SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY a ORDER BY c DESC) AS rk FROM t) WHERE rk <= 3",
     "SELECT `user`, `Count` FROM `Orders`",
+    "CREATE TABLE Out (top MULTISET<DECIMAL(10, 2)>, tops ARRAY<MULTISET<INT>>, list INT) WITH ('connector' = 'blackhole')",
 ]
 
 

@@ -133,10 +133,12 @@ def test_the_judgement_and_the_checkpoint_need_neither_pyspark_nor_airflow() -> 
 
 @pytest.mark.parametrize("flink, spark", [("ARRAY<DECIMAL(10, 2)>", "ARRAY<DECIMAL(10, 2)>"),
                                           ("MULTISET<INT>", "MAP<INT, INT>"),
+                                          ("MULTISET<DECIMAL(10, 2)>", "MAP<DECIMAL(10, 2), INT>"),
                                           ("ARRAY<VARCHAR(20)>", "ARRAY<STRING>")])
 def test_sink_columns_of_array_agg_and_collect_take_their_spark_types(flink: str, spark: str) -> None:
     """ARRAY_AGG writes an ARRAY of its argument's type, COLLECT Flink's MULTISET: on Spark a map
-    from each value to how often it came."""
+    from each value to how often it came. The sink column as a job declares it."""
     from stategate.analyzer.runnable import spark_type
 
-    assert spark_type(flink, "c", "Out") == spark
+    [column] = build(f"CREATE TABLE Out (c {flink}) WITH ('connector' = 'blackhole');").tables["Out"].columns
+    assert spark_type(column.type, "c", "Out") == spark

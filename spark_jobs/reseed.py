@@ -40,6 +40,7 @@ from stategate.analyzer.build import build
 from stategate.analyzer.aggregates import INTEGER_VALUE, Pool
 from stategate.analyzer.layout import JobLayout, StageLayout
 from stategate.analyzer.signature import state_signature
+from stategate.analyzer.windows import Session
 from stategate.spark_jobs.checkpoint import (JOB_SQL, OFFLINE_UNREADABLE, RESEED, RESEED_PENDING, RESEEDED,
                                              SIGNATURE, TAKE_OVER, Checkpoint, QueryLog, WritableCheckpoint, name_of,
                                              query_dir, query_dir_name)
@@ -151,7 +152,7 @@ def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, 
             batch = QueryLog(files, archived).committed()[-1]
             window = model.pipeline_named[name].stages()[0].window
             carried = carried_state(spark, storage, archived, batch, old.pipelines[name][0],
-                                    layout.pipelines[name][0], window is not None and window.kind == "SESSION")
+                                    layout.pipelines[name][0], window is not None and isinstance(window.shape, Session))
             staged = f"{seed}.staged"
             carried.write.mode("overwrite").parquet(staged)
             storage.replace(staged, seed)

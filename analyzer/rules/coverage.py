@@ -149,8 +149,10 @@ def _state_settings(old: JobModel, new: JobModel) -> list[Finding]:
                                     f"repartitions the RocksDB state to {after[key]} partitions (Spark's offline "
                                     "repartition), so every open window keeps its state", was, now))
             continue
-        blocked = {p.name: why for p in new.pipelines if p.stages() and (why := not_reseedable(new, p))}
-        if key == SHUFFLE_PARTITIONS and reseeds_partitions(old, new) and not blocked:
+        reseeding = key == SHUFFLE_PARTITIONS and reseeds_partitions(old, new)
+        blocked = {p.name: why for p in new.pipelines if p.stages() and (why := not_reseedable(new, p))} \
+            if reseeding else {}
+        if reseeding and not blocked:
             findings.append(Finding(RESEEDED, FULL,
                                     f"{what} changes from {before[key]} to {after[key]}: Spark repartitions "
                                     "RocksDB state only, so the restart re-seeds: it archives the old state inside "
@@ -162,7 +164,7 @@ def _state_settings(old: JobModel, new: JobModel) -> list[Finding]:
         if key == SHUFFLE_PARTITIONS:
             message += ("; Spark repartitions RocksDB state only (SET 'state.backend.type' = 'rocksdb' from the "
                         "first deploy carries the state across a new parallelism)")
-            if reseeds_partitions(old, new):
+            if reseeding:
                 message += "; a re-seed cannot carry " + ", ".join(f"the state of {name} ({why})"
                                                                   for name, why in sorted(blocked.items()))
         findings.append(Finding(f"{PREFIX}.setting.{rule}", INCOMPATIBLE, message, was, now))

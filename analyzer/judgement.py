@@ -120,7 +120,8 @@ def _layout(new: JobModel, deployed: JobLayout, watermarks: Mapping[str, int | N
         layout = plan(new, deployed, watermarks, repartitioned)
     except NoRoom as error:
         pipeline = new.pipeline_named.get(error.pipeline or "")
-        why = f" (its state cannot be re-seeded: {not_reseedable(new, pipeline)})" if pipeline is not None else ""
+        unseedable = error.unseedable or (not_reseedable(new, pipeline) if pipeline is not None else None)
+        why = f" (its state cannot be re-seeded: {unseedable})" if unseedable else ""
         return None, [Finding(LAYOUT_NO_ROOM, Verdict.INCOMPATIBLE,
                               f"the change does not fit the recorded state layout: {error}{why}; clear the state "
                               "(a fresh start sizes the buffer anew; SET 'stategate.state.slots' leaves room)",

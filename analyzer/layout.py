@@ -157,11 +157,18 @@ GENERIC = Shape()
 
 
 class NoRoom(ValueError):
-    """A change needs more free slots than the recorded layout has (in ``pipeline``, where known)."""
+    """A change needs more free slots than the recorded layout has (in ``pipeline``, where known;
+    ``unseedable``: why its state cannot be re-seeded, where the recorded layout says it)."""
 
-    def __init__(self, message: str, pipeline: str | None = None) -> None:
+    def __init__(self, message: str, pipeline: str | None = None, unseedable: str | None = None) -> None:
         super().__init__(message)
         self.pipeline = pipeline
+        self.unseedable = unseedable
+
+
+#: Why a cascade recorded before its upstream states kept every field is not re-seeded.
+PARTLY_KEPT = ("its upstream windows' state keeps only the fields their downstream read (recorded before "
+               "stategate kept them all), which a re-seed cannot place")
 
 
 @dataclass(frozen=True)
@@ -252,6 +259,11 @@ class StageLayout:
         layout recorded before state rows were kept at Spark's width. Otherwise the column is
         always 0, and every state row would carry it for nothing. Fixed for the checkpoint's life:
         adding or removing GROUPING SETS, or every group key, is INCOMPATIBLE.
+    :param whole: its state keeps every field of the buffer. Spark drops from a cascade's upstream
+        aggregation the fields its downstream does not read (its row count, a retired slot), unless
+        told not to (:func:`spark_jobs.state.kept_whole`); an upstream stage recorded before it was
+        told keeps only those fields, so it goes on as it was written and is never re-seeded.
+        Fixed for the checkpoint's life.
     """
 
     plain: Slots
@@ -259,6 +271,7 @@ class StageLayout:
     distinct: Slots
     seeded: bool = False
     set_keyed: bool = True
+    whole: bool = True
 
     def pool(self, pool: Pool) -> Slots:
         return {Pool.PLAIN: self.plain, Pool.TEXT: self.text, Pool.DISTINCT: self.distinct}[pool]
@@ -273,21 +286,22 @@ class StageLayout:
 
     def to_dict(self) -> dict[str, Any]:
         return {**{pool.value: self.pool(pool).to_dict() for pool in Pool}, **({SEEDED: True} if self.seeded else {}),
-                **({SET_KEYED: False} if not self.set_keyed else {})}
+                **({SET_KEYED: False} if not self.set_keyed else {}), **({WHOLE: True} if self.whole else {})}
 
     @classmethod
-    def of(cls, pools: Mapping[Pool, Slots], seeded: bool = False, set_keyed: bool = True) -> StageLayout:
-        return cls(pools[Pool.PLAIN], pools[Pool.TEXT], pools[Pool.DISTINCT], seeded, set_keyed)
+    def of(cls, pools: Mapping[Pool, Slots], seeded: bool = False, set_keyed: bool = True,
+           whole: bool = True) -> StageLayout:
+        return cls(pools[Pool.PLAIN], pools[Pool.TEXT], pools[Pool.DISTINCT], seeded, set_keyed, whole)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageLayout:
         return cls.of({pool: Slots.from_dict(data[pool.value]) for pool in Pool}, bool(data.get(SEEDED, False)),
-                      bool(data.get(SET_KEYED, True)))
+                      bool(data.get(SET_KEYED, True)), bool(data.get(WHOLE, False)))
 
 
-#: The keys of a re-seeded stage, and of one whose state key has no grouping-set column, in a
-#: recorded layout.
-SEEDED, SET_KEYED = "seeded", "gs"
+#: The keys of a re-seeded stage, of one whose state key has no grouping-set column, and of one
+#: whose state keeps every field, in a recorded layout.
+SEEDED, SET_KEYED, WHOLE = "seeded", "gs", "whole"
 
 
 @dataclass(frozen=True)
@@ -334,7 +348,11 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
         if old is None or len(old) != len(chain):
             pipelines[pipeline.name] = tuple(_fresh(model, stage, headroom) for stage in chain)
             continue
+        carried = pipeline.name in reseedable_now and all(stage.whole for stage in old[1:])
         if pipeline.name in reseed and pipeline.name in reseedable_now:
+            if not carried:
+                raise NoRoom(f"pipeline {pipeline.name}: its state must be re-seeded into the new number of "
+                             "state partitions", pipeline.name, PARTLY_KEPT)
             reseeded.add(pipeline.name)
             pipelines[pipeline.name] = tuple(replace(_fresh(model, stage, headroom), seeded=True) for stage in chain)
             continue
@@ -345,10 +363,11 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
             pooled = _pooled(model, stage)
             try:
                 stages.append(StageLayout.of({pool: layout.pool(pool).evolve(pooled[pool], watermark, until, pool)
-                                              for pool in Pool}, layout.seeded, layout.set_keyed))
+                                              for pool in Pool}, layout.seeded, layout.set_keyed, layout.whole))
             except NoRoom as error:
-                if pipeline.name not in reseedable_now:
-                    raise NoRoom(f"pipeline {pipeline.name}: {error}", pipeline.name) from None
+                if not carried:
+                    raise NoRoom(f"pipeline {pipeline.name}: {error}", pipeline.name,
+                                 None if pipeline.name not in reseedable_now else PARTLY_KEPT) from None
                 reseeded.add(pipeline.name)
                 stages = [replace(_fresh(model, stage, headroom), seeded=True) for stage in chain]
                 break

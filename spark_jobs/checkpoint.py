@@ -6,7 +6,8 @@
     <checkpoint>/<query>/commits/<batch>      a committed micro-batch
     <checkpoint>/<query>/sources/<n>/<entry>  a file source's own log: the files it read, by entry
     <checkpoint>/<query>/state/               the state store (Spark's alone)
-    <checkpoint>/<query>/stategate-reseed/    a re-seeded query's carried state: its last source (``spark_jobs.reseed``)
+    <checkpoint>/<query>/stategate-reseed/    a re-seeded query's carried state: a source after its input (``spark_jobs.reseed``)
+    <checkpoint>/<query>/stategate-reseed-<n>/  that of the n-th window upstream in a cascade
     <checkpoint>/_stategate/job.sql           the SQL the state was built by
     <checkpoint>/_stategate/signature.json    the state it implies (``analyzer.signature``)
     <checkpoint>/_stategate/take-over.json    the archive a fresh checkpoint took over from
@@ -52,6 +53,16 @@ RUNNING, STOP = "running.json", "stop.json"
 #: A re-seed: its record while under way, where it archives the queries it replaces (in the
 #: record's directory), and the carried state in the new query's directory.
 RESEED_PENDING, RESEEDED, RESEED = "reseed.json", "reseeded", "stategate-reseed"
+#: A carried state's directory name (:func:`carried_dir`).
+_CARRIED = re.compile(rf"{RESEED}(-\d+)?")
+
+
+def carried_dir(location: str, depth: int) -> str:
+    """Where the re-seeded query at ``location`` keeps the carried state of the stage ``depth``
+    windows upstream of its output (0: the outermost, the only one but in a cascade)."""
+    return f"{location}/{RESEED}" + (f"-{depth}" if depth else "")
+
+
 #: Spark's logs in a query's checkpoint directory.
 OFFSETS, COMMITS, SOURCES, STATE = "offsets", "commits", "sources", "state"
 #: The version line of Spark's log files.
@@ -283,10 +294,11 @@ class QueryLog:
 
     def sources(self) -> list[str]:
         """The directories of the logs of the query's input sources (a file source keeps one): a
-        re-seeded query's last source is its carried state, not input."""
+        re-seeded query reads its carried states after them, one source per stage."""
         logs = sorted((p for p in self.files.list(f"{self.location}/{SOURCES}") if name_of(p).isdigit()),
                       key=lambda p: int(name_of(p)))
-        return logs[:-1] if logs and self.files.exists(f"{self.location}/{RESEED}") else logs
+        carried = sum(1 for p in self.files.list(self.location) if _CARRIED.fullmatch(name_of(p)))
+        return logs[:len(logs) - carried]
 
     def source_files(self, source: str, up_to: int) -> dict[str, tuple[int, int]]:
         """Each file the source at ``source`` read up to its log entry ``up_to``: the entry that

@@ -131,17 +131,18 @@ def _finalize(stage: Stage, rows: Callable[[DataFrame], DataFrame]) -> Finalize:
 # ------------------------------------------------------------------------------- stages
 def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate,
                   layouts: tuple[StageLayout, ...], location: str, slices: str = SLICES_DIR,
-                  cutover: Cutover | None = None) -> Stage:
+                  cutover: Cutover | None = None, depth: int = 0) -> Stage:
     """A window aggregation (with the cascade feeding it) as a streaming plan; ``slices`` is the
-    directory of its retained slices in the checkpoint, if its windows are assembled."""
+    directory of its retained slices in the checkpoint, if its windows are assembled; ``depth`` how
+    many windows it is upstream of the query's output (where a re-seed carried its state)."""
     layout = layouts[0]
     # Aggregates that follow arrival order read where each row arrived from (check_pipeline keeps
     # them to stages reading a source).
     ordered = any(AGGREGATES[a.function].result.ordered for a in aggregate.aggregates)
     if isinstance(aggregate.source, WindowAggregate):
-        upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover)
+        upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover, depth + 1)
         assert upstream.assembler is None, "check_pipeline refuses a window over assembled windows"
-        rows, mapping = _cascade_input(upstream)
+        rows, mapping = _cascade_input(upstream, layouts[1])
     else:
         rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window, cutover,
                                       arrival=ordered)
@@ -171,7 +172,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     sliced = slicer.slice(F.col("ts"))
     if layout.seeded:  # the input rows' contributions, and the state carried from the old checkpoint
         keyed = keyed.select(*keys, state.GROUPING_SET, "ts", *state.contributions(layout, slots))
-        keyed = keyed.unionByName(state.carried_rows(read_carried(spark, location), keys, keyed.schema),
+        keyed = keyed.unionByName(state.carried_rows(read_carried(spark, location, depth), keys, keyed.schema),
                                   allowMissingColumns=True)
         sliced = slicer.carried_slice(F.col("ts"), F.col(state.CARRIED_UNTIL))
     assert layout.set_keyed or sets is None, "adding GROUPING SETS is INCOMPATIBLE: the layout is fresh"
@@ -328,8 +329,10 @@ def _after_watermark(predicate: Column, time: str) -> Column:
 _NO_TIME = -(1 << 63)
 
 
-def _cascade_input(upstream: Stage) -> tuple[DataFrame, dict[str, str]]:
-    """An upstream window's emitted rows (one per window) as the input of the next aggregation."""
+def _cascade_input(upstream: Stage, layout: StageLayout) -> tuple[DataFrame, dict[str, str]]:
+    """An upstream window's emitted rows (one per window) as the input of the next aggregation;
+    ``layout`` is the upstream's: its state keeps every field where the layout says so
+    (:func:`state.kept_whole`), else only those read here, as it was recorded."""
     readable = upstream.slots
     finals = {slot.aggregate.identity: f"u{i}" for i, slot in enumerate(readable)}
     level = _window(upstream.aggregate).level
@@ -343,7 +346,8 @@ def _cascade_input(upstream: Stage) -> tuple[DataFrame, dict[str, str]]:
     mapping.update({sql_key(window_column(level, "window_start")): "_ws",
                     sql_key(window_column(level, "window_end")): "_we",
                     sql_key(window_column(level, "window_time")): "ts"})
-    return upstream.stream.select(*columns), mapping
+    kept = upstream.stream.where(state.kept_whole(layout)) if layout.whole else upstream.stream
+    return kept.select(*columns), mapping
 
 
 def _window(aggregate: WindowAggregate) -> Window:

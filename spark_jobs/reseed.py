@@ -8,9 +8,10 @@ pipeline:
    ``_stategate/reseeded/<when>/<query>`` (with the SQL and layout that built it beside, in that
    directory's own ``_stategate/``): nothing is deleted or overwritten;
 2. its state at its last committed batch N (Spark's state data source, ``format("statestore")``)
-   becomes the carried state (``<query>/stategate-reseed``, :data:`checkpoint.RESEED`): every
-   open (key, window) group with the fields of each aggregate the new version keeps, renamed to
-   the slots of the new layout; an added aggregate has none, so it starts from zero;
+   becomes the carried state (``<query>/stategate-reseed``, :func:`checkpoint.carried_dir`; a
+   cascade carries each window's): every open (key, window) group with the fields of each
+   aggregate the new version keeps, renamed to the slots of the new layout; an added aggregate has
+   none, so it starts from zero;
 3. the new query starts on a new checkpoint at the same place: its first micro-batch merges the
    carried state into its own aggregates (``StageLayout.seeded``, :func:`spark_jobs.state.carried_rows`);
    its source counts as read every file the old query read up to N (its log's first entry, as a
@@ -41,9 +42,9 @@ from stategate.analyzer.aggregates import INTEGER_VALUE, Pool
 from stategate.analyzer.layout import JobLayout, StageLayout
 from stategate.analyzer.signature import state_signature
 from stategate.analyzer.windows import Session
-from stategate.spark_jobs.checkpoint import (JOB_SQL, OFFLINE_UNREADABLE, RESEED, RESEED_PENDING, RESEEDED,
-                                             SIGNATURE, TAKE_OVER, Checkpoint, QueryLog, WritableCheckpoint, name_of,
-                                             query_dir, query_dir_name)
+from stategate.spark_jobs.checkpoint import (JOB_SQL, OFFLINE_UNREADABLE, RESEED_PENDING, RESEEDED, SIGNATURE,
+                                             TAKE_OVER, Checkpoint, QueryLog, WritableCheckpoint, carried_dir,
+                                             name_of, query_dir, query_dir_name)
 from stategate.spark_jobs import failpoints
 from stategate.spark_jobs.assembly import SLICES_DIR, SliceLog
 from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
@@ -147,17 +148,19 @@ def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, 
             storage.replace(location, archived)
             log.info("re-seed: %s moved to %s, read only from now on", location, archived)
             failpoints.reach("reseed.moved")
-        seed = f"{location}/{RESEED}"
-        if not files.exists(seed):
-            batch = QueryLog(files, archived).committed()[-1]
-            window = model.pipeline_named[name].stages()[0].window
-            carried = carried_state(spark, storage, archived, batch, old.pipelines[name][0],
-                                    layout.pipelines[name][0], window is not None and isinstance(window.shape, Session))
+        batch = QueryLog(files, archived).committed()[-1]
+        for depth, (stage, kept, fresh) in enumerate(zip(model.pipeline_named[name].stages(), old.pipelines[name],
+                                                         layout.pipelines[name])):
+            seed = carried_dir(location, depth)
+            if files.exists(seed):
+                continue
+            session = stage.window is not None and isinstance(stage.window.shape, Session)
+            carried = carried_state(spark, storage, archived, batch, depth, kept, fresh, session)
             staged = f"{seed}.staged"
             carried.write.mode("overwrite").parquet(staged)
             storage.replace(staged, seed)
-            log.info("re-seed: %s: %d open (key, window) groups of micro-batch %d carried into the new layout",
-                     name, spark.read.parquet(seed).count(), batch)
+            log.info("re-seed: %s: %d open (key, window) groups of micro-batch %d carried into the new layout%s",
+                     name, spark.read.parquet(seed).count(), batch, f" (window {depth} upstream)" if depth else "")
     before = build(files.read_text(archive.record_path(JOB_SQL)), source=archive.record_path(JOB_SQL))
     cutovers = {name: carried_cutover(files, QueryLog(files, archived_query(reseed.archive, name)), before, model,
                                       model.pipeline_named[name]) for name in layout.reseeded}
@@ -221,18 +224,20 @@ def finish(checkpoint: WritableCheckpoint, reseed: Reseed, taken: dict[str, Cuto
     checkpoint.files.delete(pending)
 
 
-def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, batch: int, old: StageLayout,
-                  new: StageLayout, session: bool = False) -> DataFrame:
-    """The state of the query at ``location`` after ``batch``, one row per (key, slice) group its
-    windows may still need: the open ones in Spark's state store and, for HOP and CUMULATE windows,
-    the closed slices the slice log retains (:mod:`spark_jobs.assembly`; they go into the new
-    state, which emits them to its own slice log once its watermark passes them again). Each with
-    its keys, its row count and, renamed to the new layout's slots, the fields of every aggregate
-    both layouts hold (by identity). An aggregate only the new layout holds has no field: it
-    starts from zero."""
+def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, batch: int, depth: int,
+                  old: StageLayout, new: StageLayout, session: bool = False) -> DataFrame:
+    """The state of the stage ``depth`` windows upstream in the query at ``location`` (Spark numbers
+    a query's stateful operators from its output down) after ``batch``, one row per (key, slice)
+    group its windows may still need: the open ones in Spark's state store and, for HOP and
+    CUMULATE windows (only ever the outermost stage), the closed slices the slice log retains
+    (:mod:`spark_jobs.assembly`; they go into the new state, which emits them to its own slice log
+    once its watermark passes them again). Each with its keys, its row count and, renamed to the new
+    layout's slots, the fields of every aggregate both layouts hold (by identity). An aggregate only
+    the new layout holds has no field: it starts from zero."""
     spark.streams.active  # Spark's state reader reports to the coordinator its streaming queries start
-    groups = stored_fields(spark.read.format("statestore").option("batchId", batch).load(location), old, session)
-    entries = SliceLog(storage, location, SLICES_DIR).read_by(batch + 1)
+    stored = spark.read.format("statestore").option("batchId", batch).option("operatorId", depth).load(location)
+    groups = stored_fields(stored, old, session)
+    entries = SliceLog(storage, location, SLICES_DIR).read_by(batch + 1) if depth == 0 else []
     if entries:
         retained = pooled_as_kept(spark.read.parquet(*SliceLog(storage, location, SLICES_DIR).paths(entries)), old)
         groups = groups.unionByName(retained, allowMissingColumns=True)
@@ -253,10 +258,11 @@ def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, ba
     return groups.select(*keys, GROUPING_SET, "w", ROWS, *renamed)
 
 
-def read_carried(spark: SparkSession, location: str) -> DataFrame:
-    """The carried state of the re-seeded query at ``location``, as a stream: the query's last
-    source, read whole by its first micro-batch and never again (its files never change)."""
-    path = f"{location}/{RESEED}"
+def read_carried(spark: SparkSession, location: str, depth: int) -> DataFrame:
+    """The carried state of the stage ``depth`` windows upstream in the re-seeded query at
+    ``location``, as a stream: a source of the query, read whole by its first micro-batch and never
+    again (its files never change)."""
+    path = carried_dir(location, depth)
     if not HadoopStorage(spark).exists(path):
         raise ReseedRefused(f"{location} was re-seeded, but its carried state {path} is gone: the query cannot "
                             "restart without it. Restore it from a copy of the checkpoint, or clear the state")

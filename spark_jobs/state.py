@@ -132,6 +132,17 @@ def buffer_fields(layout: StageLayout) -> list[str]:
     return [column.name for column in _buffer(layout, {})]
 
 
+def kept_whole(layout: StageLayout) -> Column:
+    """True of every row of a stage of ``layout``, and read by Spark's optimizer as reading each of
+    its buffer's fields. A cascade's upstream stage feeds the next one only its results, and Spark
+    drops from an aggregation's state every field nothing downstream reads (its row count, a
+    retired slot): its state would lose the layout's schema, and a restart after an aggregate is
+    retired fail Spark's state schema check. Filtering the upstream's rows by this keeps them all
+    (a hash ``h`` is never ``h XOR 1``; a plainer always-true test is folded away)."""
+    hashed = F.xxhash64(*buffer_fields(layout))
+    return hashed != hashed.bitwiseXOR(F.lit(1))
+
+
 def stored_fields(state: DataFrame, layout: StageLayout, session: bool = False) -> DataFrame:
     """Rows of Spark's state store for a stage of ``layout`` (its state reader's ``key`` and
     ``value``) as the stage's rows: keys, ``gs``, ``w`` and the buffer's fields by name.

@@ -104,12 +104,12 @@ FILES_JOB = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item
              "'path' = '/bids', 'format' = 'csv');\n"
              "SELECT item, window_start, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), "
              "INTERVAL '10' MINUTES))\nGROUP BY item, window_start, window_end;")
-CASCADE = FILES_JOB[:FILES_JOB.index("SELECT")] + (
-    "CREATE VIEW M AS SELECT item, window_start, window_end, window_time AS t, SUM(price) AS s\n"
+#: Nexmark q5's shape: the most bids per window, over the windows of another aggregation.
+PER_WINDOW = FILES_JOB[:FILES_JOB.index("SELECT")] + (
+    "CREATE VIEW M AS SELECT item, window_start, window_end, COUNT(*) AS n\n"
     "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
-    "GROUP BY item, window_start, window_end, window_time;\n"
-    "SELECT item, window_start, SUM(s) FROM TABLE(TUMBLE(TABLE M, DESCRIPTOR(t), INTERVAL '1' HOUR))\n"
-    "GROUP BY item, window_start, window_end;")
+    "GROUP BY item, window_start, window_end;\n"
+    "SELECT window_start, MAX(n) FROM M GROUP BY window_start, window_end;")
 
 
 def test_a_changed_parallelism_of_other_state_re_seeds_where_every_pipeline_can() -> None:
@@ -125,7 +125,8 @@ def test_a_changed_parallelism_of_other_state_re_seeds_where_every_pipeline_can(
 
 
 def test_a_changed_parallelism_that_a_re_seed_cannot_carry_says_whose_state() -> None:
-    report = compare(CASCADE, "SET 'parallelism.default' = '8';\n" + CASCADE)
+    report = compare(PER_WINDOW, "SET 'parallelism.default' = '8';\n" + PER_WINDOW)
     assert report.verdict is Verdict.INCOMPATIBLE
     (finding,) = [f for f in report.findings if f.rule == "stategate.setting.parallelism"]
-    assert "a re-seed cannot carry the state of select#1 (a cascade keeps a state per window)" in finding.message
+    assert ("a re-seed cannot carry the state of select#1 (an aggregation over the windows of another, without a "
+            "window of its own, is not carried)") in finding.message

@@ -125,22 +125,29 @@ def test_a_slot_that_would_round_or_overflow_its_argument_stops_the_job_before_i
 
 
 def test_a_restart_that_does_not_fit_the_slots_and_cannot_re_seed_is_refused(spark, tmp_path) -> None:
-    """A cascade keeps a state per window, which a re-seed does not carry."""
+    """A cascade recorded before its upstream window's state kept every field (that state holds only
+    those the downstream read, which a re-seed cannot place) keeps its layout: a change that does
+    not fit it is refused before anything changes, and says why."""
     source = seed_bids(tmp_path)
     checkpoint = tmp_path / "checkpoint"
-    narrow = "SET 'stategate.state.slots' = '1';\n"
     cascade = ("CREATE VIEW M AS SELECT item, window_time AS t, SUM(price) AS s\n"
                "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES))\n"
                "GROUP BY item, window_start, window_end, window_time;\n"
                "SELECT window_start, item, SUM(s) AS s\n"
                "FROM TABLE(TUMBLE(TABLE M, DESCRIPTOR(t), INTERVAL '10' MINUTES))\n"
                "GROUP BY item, window_start, window_end;")
-    collect(spark, narrow + bid_ddl(source) + cascade, checkpoint)
+    collect(spark, bid_ddl(source) + cascade, checkpoint)
+    record = checkpoint / RECORD_DIR / "signature.json"
+    signature = json.loads(record.read_text())
+    for stage in signature["pipelines"]["select#1"]["stages"]:
+        assert stage["slots"].pop("whole") is True
+    record.write_text(json.dumps(signature))  # as an older stategate recorded it
+    (checkpoint / RECORD_DIR / ".signature.json.crc").unlink()
     before = snapshot(checkpoint)
     wider = cascade.replace("SUM(s) AS s", "SUM(s) AS s, MAX(s) AS m")
     with pytest.raises(CheckpointRefused, match="stategate.layout.no-room.*only 0 of 1 plain slots are free.*"
-                                                "cannot be re-seeded: a cascade keeps a state per window"):
-        collect(spark, narrow + bid_ddl(source) + wider, checkpoint)
+                                                "cannot be re-seeded: its upstream windows' state keeps only"):
+        collect(spark, bid_ddl(source) + wider, checkpoint)
     assert snapshot(checkpoint) == before
 
 

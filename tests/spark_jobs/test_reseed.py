@@ -183,21 +183,27 @@ def test_open_sessions_are_carried_whole_and_merge_with_the_rows_that_reach_them
 
 
 def test_a_cascade_carries_each_window_s_state_into_its_own_stage(spark, tmp_path) -> None:
-    """Two windows in a cascade, each given an aggregate: the 5-minute windows open at the restart
-    and the 20-minute windows that hold the closed ones are both carried. The outer SUM goes on as
-    if uninterrupted; the added MAX of the inner MAXes sees only the rows since the restart. Then
-    both are removed again: a FULL restart, though nothing downstream reads the inner's retired
-    slot (Spark would drop it from the inner state, and refuse the restart for the state's schema)."""
+    """Two windows in a cascade on RocksDB, each given an aggregate: the 5-minute windows open at
+    the restart and the 20-minute HOP windows that hold the closed ones are both carried (the outer
+    with the closed slices its slice log retains: 00:10-00:20 of the window 00:10-00:30). The outer
+    SUM goes on as if uninterrupted; the added MAX of the inner MAXes sees only the rows since the
+    restart. Then both are removed again: a FULL restart, though nothing downstream reads the
+    inner's retired slot (Spark would drop it from the inner state, and refuse the restart for the
+    state's schema)."""
     def job(source: Path, added: bool) -> str:
-        inner, outer = ("SUM(price) AS s, MAX(price) AS m", "SUM(s) AS total, MAX(m) AS top") if added else \
-            ("SUM(price) AS s", "SUM(s) AS total")
-        return (DDL.format(path=source, columns="n BIGINT, total BIGINT" + (", top BIGINT" if added else ""),
-                           sink="'connector' = 'print'")
+        inner, outer_aggregates = ("SUM(price) AS s, MAX(price) AS m", "SUM(s) AS total, MAX(m) AS top") if added \
+            else ("SUM(price) AS s", "SUM(s) AS total")
+        columns = "n BIGINT, total BIGINT" + (", top BIGINT" if added else "")
+        return (ROCKSDB + DDL.format(path=source, columns=columns, sink="'connector' = 'print'")
                 + f"CREATE VIEW M AS SELECT item, window_time AS t, {inner} "
                   "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES)) "
                   "GROUP BY item, window_start, window_end, window_time;\n"
-                  f"INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, {outer} "
-                  "FROM TABLE(TUMBLE(TABLE M, DESCRIPTOR(t), INTERVAL '20' MINUTES)) GROUP BY item, window_start, window_end;")
+                  f"INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, {outer_aggregates} "
+                  "FROM TABLE(HOP(TABLE M, DESCRIPTOR(t), INTERVAL '10' MINUTES, INTERVAL '20' MINUTES)) "
+                  "GROUP BY item, window_start, window_end;")
+
+    def minute(timestamp: str) -> int:
+        return int(timestamp[11:13]) * 60 + int(timestamp[14:16])
 
     source, checkpoint = tmp_path / "bids", tmp_path / "checkpoint"
     write_files(source, 0, 3)  # 00:00-00:30: the inner 00:25-00:30 and the outer 00:20-00:40 are open
@@ -208,17 +214,17 @@ def test_a_cascade_carries_each_window_s_state_into_its_own_stage(spark, tmp_pat
     assert result.report is not None and result.report.verdict is Verdict.PARTIAL
     assert "stategate.layout.reseed" in {f.rule for f in result.report.findings}
 
-    whole, since = tmp_path / "whole", tmp_path / "since-restart"
+    whole = tmp_path / "whole"
     write_files(whole, 0, 9)
-    write_files(since, 3, 6)
     uninterrupted, _ = collected(spark, job(whole, True), tmp_path / "ck-whole")
-    fresh, _ = collected(spark, job(since, True), tmp_path / "ck-since")
-    added = {r[:3]: r[5] for r in fresh}
     last = max(r[2] for r in after)
-    expected = [(*r[:5], added.get(r[:3], "None")) for r in uninterrupted if r[:3] not in emitted and r[2] <= last]
+    # Bids since the restart are from 00:30 on, at price = their minute: a window's MAX over them is
+    # its last minute's, if it ends after 00:30; the rest as if uninterrupted.
+    expected = [(*r[:5], str(minute(r[2]) - 1) if minute(r[2]) > 30 else "None") for r in uninterrupted
+                if r[:3] not in emitted and r[2] <= last]
     assert after == expected and len(after) >= 6
-    assert [r[3:] for r in after if r[1] == "2026-01-01 00:20:00"] == [("4", "590", "39")] * 3, \
-        "the outer window open at the restart: 4 inner windows, all its rows summed, MAX since 00:30"
+    assert [r[3:] for r in after if r[1:3] == ("2026-01-01 00:20:00", "2026-01-01 00:40:00")] == \
+        [("4", "590", "39")] * 3, "the outer window open at the restart: 4 inner windows, all its rows summed"
 
     write_files(source, 7, 2)
     again, result = collected(spark, job(source, False), checkpoint)

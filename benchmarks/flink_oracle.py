@@ -60,15 +60,19 @@ FAMILIES = {
     "multisets": (("COLLECT({c})", "COLLECT({c}) FILTER (WHERE qty > 40)"), "exact", ("price", "qty")),
     # (Flink's parser takes no FILTER after JSON_ARRAYAGG.)
     "json": (("JSON_ARRAYAGG({c})",), "exact", ("price", "qty", "supplier_id")),
+    # Sums past the range of their type: Flink sums a TINYINT, SMALLINT or INT in its own type.
+    "overflow": (("SUM({c} + 2000000000)", "SUM({c} + 2000000000) FILTER (WHERE qty > 40)",
+                  "SUM(DISTINCT {c} + 2000000000)", "SUM(CAST({c} AS SMALLINT) + CAST(32000 AS SMALLINT))",
+                  "SUM(CAST({c} AS TINYINT))"), "exact", ("qty",)),
 }
 #: Families whose results are arrays: Flink's ``collect()`` cannot carry an array with a NULL element
 #: to Python ("Ran out of input"), so Flink's side casts each to text ("[1.50, NULL, 2.50]") and the
 #: test writes stategate's arrays as Flink casts them.
 AS_TEXT = ("arrays",)
 #: Calls Flink 2.3 runs over TUMBLE windows only: their functions have no merge, which slices
-#: and sessions need ("Could not find an implementation method 'merge'"). stategate runs them over
-#: every window kind.
-TUMBLE_ONLY = ("FIRST_VALUE", "LAST_VALUE", "JSON_ARRAYAGG")
+#: and sessions need ("Could not find an implementation method 'merge'"), or, SUM(DISTINCT), no
+#: retraction. stategate runs them over every window kind.
+TUMBLE_ONLY = ("FIRST_VALUE", "LAST_VALUE", "JSON_ARRAYAGG", "SUM(DISTINCT")
 
 
 def bids(seed: int, count: int, span_s: int = 7200) -> list[str]:

@@ -86,6 +86,8 @@ class Case:
     slide_min: int = 0
     wide: bool = False  # run on the smaller data set (the built-in side fans out size/slide-fold)
     top: str = "MAX"  # the third aggregate (:data:`TOPS`)
+    #: a cascade: the TVF of the window whose rows (per supplier, ``Minutes``) ``tvf`` aggregates
+    inner: str = ""
 
 
 TUMBLE_1 = "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE)"
@@ -98,6 +100,10 @@ CASES = [
          "CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '60' MINUTES)", "cumulate", 60, 1),
     Case("SESSION 2 min gap", "SESSION(TABLE Bid PARTITION BY supplier, DESCRIPTOR(bidtime), INTERVAL '2' MINUTES)",
          "session", 2),
+    # A cascade: each supplier's minutes, then their 10-minute windows (the built-in side chains
+    # two aggregations through window_time, as Spark 3.4+ allows).
+    Case("TUMBLE 1 min into TUMBLE 10 min", "TUMBLE(TABLE Minutes, DESCRIPTOR(t), INTERVAL '10' MINUTES)", "cascade",
+         10, inner=TUMBLE_1),
     Case("HOP 1440 min / 1 min",
          "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTE, INTERVAL '1440' MINUTES)", "hop", 1440, 1, True),
     Case("CUMULATE 1 min / 1440 min",
@@ -125,6 +131,12 @@ def builtin_frame(case: Case, frame):
 
     if case.kind == "tumble":
         return agg(frame, F.window("bidtime", f"{case.size_min} minutes"))
+    if case.kind == "cascade":
+        minutes = frame.groupBy(F.window("bidtime", "1 minute").alias("m"), "supplier").agg(
+            F.count(F.lit(1)).alias("n"), F.sum("price").alias("s"), F.max("price").alias("x"))
+        return minutes.groupBy(F.window(F.window_time("m"), f"{case.size_min} minutes").alias("w"), "supplier").agg(
+            F.sum("n").alias("bids"), F.sum("s").cast("decimal(38,2)").alias("total"),
+            F.max("x").cast(chosen.spark_type).alias("top"))
     if case.kind == "hop":
         return agg(frame, F.window("bidtime", f"{case.size_min} minutes", f"{case.slide_min} minutes"))
     if case.kind == "session":
@@ -165,8 +177,15 @@ def generate(directory: Path, rows: int, keys: int, minutes: int, files: int, se
     os.utime(closer, (1_700_000_000 + files, 1_700_000_000 + files))
 
 
-def job_sql(source: Path, output: Path, tvf: str, slots: int | None = None, top: str = "MAX") -> str:
+def job_sql(source: Path, output: Path, tvf: str, slots: int | None = None, top: str = "MAX", inner: str = "") -> str:
+    """The stategate job; with ``inner``, a cascade: ``tvf`` over the supplier's windows of ``inner``."""
     width = f"SET '{SLOTS_SETTING}' = '{slots}';\n" if slots else ""
+    aggregates = f"COUNT(*) AS bids, SUM(price) AS total, {TOPS[top].call} AS top"
+    minutes = ""
+    if inner:
+        minutes = (f"CREATE VIEW Minutes AS SELECT supplier, window_time AS t, {aggregates}\nFROM TABLE({inner})\n"
+                   "GROUP BY supplier, window_start, window_end, window_time;\n")
+        aggregates = "SUM(bids) AS bids, SUM(total) AS total, MAX(top) AS top"
     return (f"{width}CREATE TABLE Bid ({SCHEMA.replace('TIMESTAMP', 'TIMESTAMP(3)')},\n"
             "  WATERMARK FOR bidtime AS bidtime - INTERVAL '5' SECOND)\n"
             f"WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv',"
@@ -174,8 +193,7 @@ def job_sql(source: Path, output: Path, tvf: str, slots: int | None = None, top:
             "CREATE TABLE Totals (window_start TIMESTAMP(3), window_end TIMESTAMP(3), supplier STRING,"
             f" bids BIGINT, total DECIMAL(38, 2), top {TOPS[top].sink_type})\n"
             f"WITH ('connector' = 'filesystem', 'path' = '{output}', 'format' = 'parquet');\n"
-            "INSERT INTO Totals SELECT window_start, window_end, supplier, COUNT(*) AS bids, SUM(price) AS total, "
-            f"{TOPS[top].call} AS top\nFROM TABLE({tvf})\n"
+            f"{minutes}INSERT INTO Totals SELECT window_start, window_end, supplier, {aggregates}\nFROM TABLE({tvf})\n"
             "GROUP BY supplier, window_start, window_end;")
 
 
@@ -218,7 +236,7 @@ def child(engine: str, case: Case, source: Path, work: Path, slots: int | None) 
     if engine == "builtin":
         query = builtin_query(spark, case, source, output, checkpoint)
     else:
-        query = run(spark, job_sql(source, output, case.tvf, slots, case.top), checkpoint).queries[0]
+        query = run(spark, job_sql(source, output, case.tvf, slots, case.top, case.inner), checkpoint).queries[0]
     seconds = time.perf_counter() - started
     progress = [p for p in query.recentProgress if p]
     phases: dict[str, int] = {}

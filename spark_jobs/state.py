@@ -64,7 +64,8 @@ _BY_ARRIVAL = {FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max", ALL_BY_ARRIVAL: 
 
 #: The type sums are kept in, per summable value family (as the analyzer tells them), where a slot's
 #: shape says no scale (distinct slots, generic slots).
-SUM_TYPES: dict[Family, T.DataType] = {Family.EXACT: T.DecimalType(38, EXACT_SCALE), Family.FLOATING: T.DoubleType()}
+SUM_TYPES: dict[Family, T.DataType] = {Family.EXACT: T.DecimalType(38, EXACT_SCALE), Family.FLOATING: T.DoubleType(),
+                                        Family.INTEGER: T.LongType()}
 
 
 def family_of(data_type: T.DataType, function: str) -> Family:
@@ -595,9 +596,20 @@ def _value_type(slot: Slot) -> T.DataType:
 
 def _cast(value: Column, slot: Slot) -> Column:
     """Back to the type Flink gives the result: decimals widen to 38 digits and keep their scale
-    (AVG keeps at least 6); other types are the input's (AVG of an INT is an INT, as in Flink)."""
+    (AVG keeps at least 6); other types are the input's (AVG of an INT is an INT, as in Flink).
+    Flink sums a TINYINT, SMALLINT or INT in its own type, wrapping past its range as Java's
+    arithmetic does; kept in a long, as Spark keeps it, the sum wraps the same way when it is read
+    (Spark's cast would stop the job instead)."""
     data_type = slot.input_type
     if isinstance(data_type, T.DecimalType):
         scale = max(data_type.scale, 6) if slot.result is Result.MEAN else data_type.scale
         return value.cast(T.DecimalType(38, scale))
+    bits = _WRAPPED_BITS.get(type(data_type))
+    if bits is not None and slot.result is Result.SUM:
+        half = 1 << (bits - 1)
+        value = F.pmod(value.cast("long") + F.lit(half), F.lit(1 << bits)) - F.lit(half)
     return value.cast(data_type)
+
+
+#: The integer types Flink sums in their own width, by that width.
+_WRAPPED_BITS: dict[type[T.DataType], int] = {T.ByteType: 8, T.ShortType: 16, T.IntegerType: 32}

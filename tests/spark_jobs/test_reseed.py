@@ -1,6 +1,7 @@
 """Re-seeding on real checkpoints: a job over files gets aggregates that do not fit its state layout;
-the restart carries its open windows into a new layout instead of clearing the state. (The PARTIAL
-changes of ``test_restart.py`` re-seed too, on TUMBLE, HOP and CUMULATE windows, HDFS-backed state.)
+the restart carries its open windows into a new layout instead of clearing the state: a cascade's
+windows on RocksDB, each into its own stage, and open sessions. (The PARTIAL changes of
+``test_restart.py`` re-seed too, on TUMBLE, HOP and CUMULATE windows, HDFS-backed state.)
 
 The sink must hold what the PARTIAL verdict promises: kept aggregates equal to an uninterrupted run
 of the new version, added ones counting exactly the rows that arrived after the restart, every
@@ -27,11 +28,8 @@ DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price BIGINT, item STRING, "
        "'path' = '{path}', 'format' = 'csv', 'spark.maxFilesPerTrigger' = '1');\n"
        "CREATE TABLE S (item STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), {columns}) "
        "WITH ({sink});\n")
-#: The window kinds re-seeded. A slice that closed before the restart but counts in a window that
-#: had not (HOP: 00:10-00:20, of the window 00:10-00:30) comes from the old query's slice log.
-KINDS = {"TUMBLE": "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '20' MINUTES)",
-         "HOP": "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES, INTERVAL '20' MINUTES)"}
-WINDOW = f"FROM TABLE({KINDS['TUMBLE']}) GROUP BY item, window_start, window_end;"
+TUMBLE = "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '20' MINUTES)"
+WINDOW = f"FROM TABLE({TUMBLE}) GROUP BY item, window_start, window_end;"
 V1 = "INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, SUM(price) AS total " + WINDOW
 V2 = ("INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, SUM(price) AS total, MAX(price) AS top, "
       "MIN(price) AS low " + WINDOW)
@@ -52,54 +50,6 @@ def collected(spark, sql: str, checkpoint: Path) -> tuple[list[tuple], object]:
 
 def snapshot(directory: Path) -> dict[str, bytes]:
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
-
-
-@pytest.mark.parametrize(("settings", "kind"), [(ROCKSDB, "HOP")], ids=["rocksdb-hop"])
-def test_an_added_aggregate_that_does_not_fit_re_seeds_and_keeps_the_partial_promise(spark, tmp_path, settings,
-                                                                                     kind) -> None:
-    def job(source: Path, version: str) -> str:
-        return script(source, version, settings=settings).replace(KINDS["TUMBLE"], KINDS[kind])
-
-    source, checkpoint = tmp_path / "bids", tmp_path / "checkpoint"
-    write_files(source, 0, 3)  # 00:00-00:30: the window 00:20-00:40 is open at the restart
-    before, _ = collected(spark, job(source, V1), checkpoint)
-    emitted = {r[:3] for r in before}
-    assert emitted and all(r[2] <= "2026-01-01 00:20:00" for r in before)
-    old_query = snapshot(checkpoint / "S")
-    write_files(source, 3, 4)  # 00:30-01:10
-    after, result = collected(spark, job(source, V2), checkpoint)
-
-    report = result.report
-    assert report is not None and report.verdict is Verdict.PARTIAL
-    assert "stategate.layout.reseed" in {f.rule for f in report.findings}
-    [archived] = (checkpoint / RECORD_DIR / RESEEDED).iterdir()
-    assert snapshot(archived / "S") == old_query, "the old query is archived whole and unchanged"
-    assert not (checkpoint / RECORD_DIR / RESEED_PENDING).exists()
-
-    # One uninterrupted run of the new version over all the files, and one over those since the restart.
-    whole, since = tmp_path / "whole", tmp_path / "since-restart"
-    write_files(whole, 0, 9)
-    write_files(since, 3, 6)
-    uninterrupted, _ = collected(spark, job(whole, V2), tmp_path / "ck-whole")
-    fresh, _ = collected(spark, job(since, V2), tmp_path / "ck-since")
-    # (item, start, end, n, total, top, low): COUNT and SUM go on from the state, MAX and MIN count the
-    # rows read since the restart (none in a window that ended before them); windows the old
-    # version emitted are not emitted again.
-    added = {r[:3]: r[5:] for r in fresh}
-    last = max(r[2] for r in after)
-    expected = [(*r[:5], *added.get(r[:3], ("None", "None"))) for r in uninterrupted
-                if r[:3] not in emitted and r[2] <= last]
-    assert after == expected and len(after) >= 6
-    assert [r[6] for r in after if r[1:3] == ("2026-01-01 00:20:00", "2026-01-01 00:40:00")] == ["30"] * 3, \
-        "the window open at the restart: MIN only over the rows since (00:30 on)"
-
-    # The re-seeded checkpoint restarts as any other: FULL, on its own layout, nothing re-seeded again.
-    write_files(source, 7, 2)
-    again, result = collected(spark, job(source, V2), checkpoint)
-    assert result.report is not None and result.report.verdict is Verdict.FULL
-    assert len(list((checkpoint / RECORD_DIR / RESEEDED).iterdir())) == 1
-    seen = {r[:3] for r in before + after}
-    assert again and again == [r for r in uninterrupted if r[:3] not in seen]
 
 
 def test_a_re_seed_killed_at_any_step_finishes_into_the_same_rows(spark, tmp_path) -> None:
@@ -158,7 +108,7 @@ def test_open_sessions_are_carried_whole_and_merge_with_the_rows_that_reach_them
     session = "SESSION(TABLE Bid PARTITION BY item, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES)"
 
     def job(source: Path, version: str) -> str:
-        return script(source, version, settings=ROCKSDB).replace(KINDS["TUMBLE"], session)
+        return script(source, version, settings=ROCKSDB).replace(TUMBLE, session)
 
     def closed_early(source: Path) -> None:  # a key that bids once, and a late key that moves the watermark
         (source / "bids-000-solo.csv").write_text("2026-01-01 00:00:00,7,solo\n")
@@ -209,10 +159,14 @@ def test_a_cascade_carries_each_window_s_state_into_its_own_stage(spark, tmp_pat
     write_files(source, 0, 3)  # 00:00-00:30: the inner 00:25-00:30 and the outer 00:20-00:40 are open
     before, _ = collected(spark, job(source, False), checkpoint)
     emitted = {r[:3] for r in before}
+    old_query = snapshot(checkpoint / "S")
     write_files(source, 3, 4)
     after, result = collected(spark, job(source, True), checkpoint)
     assert result.report is not None and result.report.verdict is Verdict.PARTIAL
     assert "stategate.layout.reseed" in {f.rule for f in result.report.findings}
+    [archived] = (checkpoint / RECORD_DIR / RESEEDED).iterdir()
+    assert snapshot(archived / "S") == old_query, "the old query is archived whole and unchanged"
+    assert not (checkpoint / RECORD_DIR / RESEED_PENDING).exists()
 
     whole = tmp_path / "whole"
     write_files(whole, 0, 9)
@@ -229,5 +183,6 @@ def test_a_cascade_carries_each_window_s_state_into_its_own_stage(spark, tmp_pat
     write_files(source, 7, 2)
     again, result = collected(spark, job(source, False), checkpoint)
     assert result.report is not None and result.report.verdict is Verdict.FULL
+    assert len(list((checkpoint / RECORD_DIR / RESEEDED).iterdir())) == 1, "a FULL restart re-seeds nothing"
     seen = {r[:3] for r in before + after}
     assert again and again == [r[:5] for r in uninterrupted if r[:3] not in seen]

@@ -36,7 +36,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Sequence
+from typing import Callable, Sequence
 
 from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
@@ -521,11 +521,27 @@ def _arrived(slot: Slot, assembled: bool) -> Column:
 
 def _multiset(slot: Slot) -> Column:
     """COLLECT: each value, in its own type, with how often it came; an empty map where none did,
-    as Flink's MULTISET."""
-    values = F.coalesce(F.col(fields_of(slot)[0]), F.array().cast("array<string>"))
-    counted = F.transform(F.array_distinct(values), lambda value: F.struct(
-        value.cast(slot.input_type).alias("key"), F.size(F.filter(values, lambda v: v == value)).alias("value")))
-    return F.map_from_entries(counted).cast(T.MapType(slot.input_type, T.IntegerType()))
+    as Flink's MULTISET. The values are sorted, so equal ones stand in a run: a value's count is
+    where the next run starts less where its own does. (Counting each distinct value over the whole
+    list cost a HOP 60/1 window of 600 values 360,000 comparisons.)"""
+    def counted(values: Column) -> Column:
+        size = F.size(values)
+        # Where each run starts (1-based), then one past the last value.
+        starts = F.concat(F.filter(F.sequence(F.lit(1), F.greatest(size, F.lit(1))), lambda i: (i <= size) & (
+            (i == 1) | (F.element_at(values, i) != F.element_at(values, F.greatest(i - 1, F.lit(1)))))),
+            F.array(size + 1))
+        return _once(starts, lambda bounds: F.transform(F.slice(bounds, 1, F.size(bounds) - 1), lambda start, k: F.struct(
+            F.element_at(values, start).cast(slot.input_type).alias("key"),
+            (F.element_at(bounds, k + 2) - start).cast("int").alias("value"))))
+
+    values = F.array_sort(F.coalesce(F.col(fields_of(slot)[0]), F.array().cast("array<string>")))
+    return F.map_from_entries(_once(values, counted)).cast(T.MapType(slot.input_type, T.IntegerType()))
+
+
+def _once(value: Column, body: Callable[[Column], Column]) -> Column:
+    """``body`` of ``value``, with ``value`` computed once: Spark computes a column again wherever
+    a lambda reads it (once per element), but binds a lambda's argument once."""
+    return F.element_at(F.transform(F.array(value), body), 1)
 
 
 def _spread_state(slot: Slot) -> tuple[Column, Column, Column]:

@@ -358,12 +358,18 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
             continue
         watermark = (watermarks or {}).get(pipeline.name)
         stages = []
-        for stage, layout in zip(chain, old):
+        for position, (stage, layout) in enumerate(zip(chain, old)):
             until = _retire_until(model, stage, watermark)
             pooled = _pooled(model, stage)
             try:
-                stages.append(StageLayout.of({pool: layout.pool(pool).evolve(pooled[pool], watermark, until, pool)
-                                              for pool in Pool}, layout.seeded, layout.set_keyed, layout.whole))
+                evolved = StageLayout.of({pool: layout.pool(pool).evolve(pooled[pool], watermark, until, pool)
+                                          for pool in Pool}, layout.seeded, layout.set_keyed, layout.whole)
+                if position and not layout.whole and any(evolved.pool(p).assigned != layout.pool(p).assigned
+                                                         for p in Pool):
+                    # Its state holds the fields its aggregates had: any other set is another schema.
+                    raise NoRoom(f"the aggregates of the window {position} upstream change, and its state keeps "
+                                 "only the fields of those it had")
+                stages.append(evolved)
             except NoRoom as error:
                 if not carried:
                     raise NoRoom(f"pipeline {pipeline.name}: {error}", pipeline.name,

@@ -311,3 +311,32 @@ def test_the_state_key_has_a_grouping_set_column_only_where_the_query_needs_one(
     signature["pipelines"]["select#1"]["stages"][0]["slots"] = keyed
     later = plan(build(job("SUM(price), MAX(price)")), JobLayout.from_signature(signature), {"select#1": 0})
     assert later.pipelines["select#1"][0].set_keyed
+
+
+def test_a_cascade_recorded_before_its_upstream_state_kept_every_field_changes_nothing_upstream() -> None:
+    """An upstream window recorded without ``whole`` keeps in its state only the fields its
+    downstream read: any other set of aggregates there would be another state schema, which Spark
+    refuses at the restart. So such a change is INCOMPATIBLE before anything starts, and says why; a
+    change downstream that fits is not."""
+    def cascade(inner: str, outer: str) -> str:
+        return ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRING,\n"
+                "  WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND)\n"
+                "WITH ('connector' = 'filesystem', 'path' = '/bids', 'format' = 'csv');\n"
+                f"CREATE VIEW M AS SELECT item, window_time AS t, {inner}\n"
+                "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES))\n"
+                "GROUP BY item, window_start, window_end, window_time;\n"
+                f"SELECT item, window_start, {outer} FROM TABLE(TUMBLE(TABLE M, DESCRIPTOR(t), INTERVAL '20' MINUTES))\n"
+                "GROUP BY item, window_start, window_end;")
+
+    old = cascade("SUM(price) AS s, MAX(price) AS m", "SUM(s), MAX(m)")
+    recorded = deployed(old)
+    stages = recorded["pipelines"]["select#1"]["stages"]
+    assert [stage["slots"].pop("whole") for stage in stages] == [True, True]  # as an older stategate recorded it
+    retired = judged(old, cascade("SUM(price) AS s", "SUM(s)"), recorded)
+    assert retired.verdict is Verdict.INCOMPATIBLE
+    [finding] = [f for f in retired.findings if f.rule == "stategate.layout.no-room"]
+    assert "the aggregates of the window 1 upstream change" in finding.message
+    assert "cannot be re-seeded: its upstream windows' state keeps only the fields" in finding.message
+    assert judged(old, cascade("SUM(price) AS s, MAX(price) AS m", "MAX(m), SUM(s)"), recorded).verdict is Verdict.FULL
+    assert judged(old, cascade("SUM(price) AS s", "SUM(s)"), deployed(old)).verdict is Verdict.FULL, \
+        "recorded with whole upstream state, the same change restarts"

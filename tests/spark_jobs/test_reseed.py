@@ -186,3 +186,35 @@ def test_a_cascade_carries_each_window_s_state_into_its_own_stage(spark, tmp_pat
     assert len(list((checkpoint / RECORD_DIR / RESEEDED).iterdir())) == 1, "a FULL restart re-seeds nothing"
     seen = {r[:3] for r in before + after}
     assert again and again == [r[:5] for r in uninterrupted if r[:3] not in seen]
+
+
+def test_an_aggregate_kept_in_a_generic_headroom_slot_is_carried_at_a_re_seed(spark, tmp_path) -> None:
+    """A job deployed with headroom (one generic slot, which keeps an exact value in 38 digits) takes
+    an added MAX there; the next aggregate does not fit, so the restart re-seeds: MAX goes on from
+    the generic slot's field into a slot of its own shape, the added MIN starts from zero."""
+    def job(source: Path, aggregates: str) -> str:
+        columns = "n BIGINT, total BIGINT, top BIGINT, low BIGINT"
+        return ("SET 'stategate.state.slots' = '3';\n" + DDL.format(path=source, columns=columns, sink="'connector' = 'print'")
+                + f"INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, SUM(price) AS total, {aggregates} "
+                + WINDOW)
+
+    none = "CAST(NULL AS BIGINT)"
+    source, checkpoint = tmp_path / "bids", tmp_path / "checkpoint"
+    write_files(source, 0, 2)
+    first, _ = collected(spark, job(source, f"{none} AS top, {none} AS low"), checkpoint)
+    write_files(source, 2, 1)
+    second, result = collected(spark, job(source, f"MAX(price) AS top, {none} AS low"), checkpoint)
+    assert result.report is not None and result.report.verdict is Verdict.PARTIAL
+    assert "stategate.layout.reseed" not in {f.rule for f in result.report.findings}, "MAX fits the generic slot"
+    write_files(source, 3, 4)
+    third, result = collected(spark, job(source, "MAX(price) AS top, MIN(price) AS low"), checkpoint)
+    assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
+
+    whole = tmp_path / "whole"
+    write_files(whole, 0, 7)
+    uninterrupted, _ = collected(spark, job(whole, "MAX(price) AS top, MIN(price) AS low"), tmp_path / "ck-whole")
+    seen = {r[:3] for r in first + second}
+    # (item, start, end, n, total, top, low): the window 00:20-00:40 was open at both restarts; its
+    # MAX counts every row since 00:20 (the second version's), its MIN those since 00:30.
+    assert [r[:6] for r in third] == [r[:6] for r in uninterrupted if r[:3] not in seen and r[2] <= max(t[2] for t in third)]
+    assert [r[3:] for r in third if r[1] == "2026-01-01 00:20:00"] == [("20", "590", "39", "30")] * 3

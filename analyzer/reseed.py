@@ -12,33 +12,38 @@ decide alike, and the layout planner gives those pipelines a fresh layout instea
 
 It can where the new version reads where the old one stopped and every group its windows still
 need can be read back: a TUMBLE, HOP, CUMULATE or SESSION window aggregation, or a cascade of them
-(each window's state carried into its own stage), with grouping sets, FILTER, Top-N, DISTINCT and
+(each window's state carried into its own stage), or a window join of such (each branch's, its
+sources each going on from where it stopped), with grouping sets, FILTER, Top-N, DISTINCT and
 every aggregate the engine runs (Spark serializes the lists and sets of DISTINCT, LISTAGG,
 ARRAY_AGG, JSON_ARRAYAGG and COLLECT in its state, and the engine reads them back), on event time
-over a file source. HOP and CUMULATE windows also carry the closed slices their slice log retains;
-SESSION windows their open sessions, each whole. A join keeps the state of its sides, an aggregation
-over the windows of another (Nexmark's q5) has no window of its own, and a Kafka source is not
-tested here. Those keep the no-room finding, which says why.
+over file sources. HOP and CUMULATE windows also carry the closed slices their slice log retains;
+SESSION windows their open sessions, each whole. An interval join keeps the stream's rows beside
+its windows, an aggregation over the windows of another (Nexmark's q5) has no window of its own,
+and a Kafka source is not tested here. Those keep the no-room finding, which says why.
 """
 
 from __future__ import annotations
 
-from stategate.analyzer.model import FILESYSTEM, JobModel, Pipeline, TimeKind
+from stategate.analyzer.model import FILESYSTEM, IntervalJoin, JobModel, Pipeline, TimeKind
+
 
 def not_reseedable(model: JobModel, pipeline: Pipeline) -> str | None:
     """Why the engine cannot carry ``pipeline``'s state into a new layout; None where it can."""
-    if pipeline.join is not None:
-        return "a join keeps the state of its sides"
-    chain = pipeline.stages()
-    if not chain:
+    if isinstance(pipeline.join, IntervalJoin):
+        return "an interval join keeps the stream's rows beside its windows"
+    if pipeline.joins and pipeline.join is None:
+        return "a join the engine does not run keeps state of its own"
+    stages = pipeline.stages()
+    if not stages:
         return "it keeps no window state"
-    if any(stage.window is None for stage in chain):
+    if any(stage.window is None for stage in stages):
         return "an aggregation over the windows of another, without a window of its own, is not carried"
-    if any(stage.window.time_kind is TimeKind.PROCTIME for stage in chain if stage.window is not None):
+    if any(stage.window.time_kind is TimeKind.PROCTIME for stage in stages if stage.window is not None):
         return "its windows run on processing time"
-    table = model.tables.get(chain[-1].source_table)
-    if table is None or table.options.get("connector", "").lower() != FILESYSTEM:
-        return "only a file source is re-read from where the old version stopped"
+    for stage in stages:
+        table = model.tables.get(stage.source_table)
+        if table is None or table.options.get("connector", "").lower() != FILESYSTEM:
+            return "only a file source is re-read from where the old version stopped"
     return None
 
 

@@ -37,6 +37,13 @@ from stategate.spark_jobs.storage import HadoopStorage
 
 #: Beside a query's checkpoint files: the retained slices (:class:`SliceLog`).
 SLICES_DIR = "stategate-slices"
+
+
+def slices_dir(branch: int) -> str:
+    """The directory of the retained slices of a window join's ``branch`` (0: of the query's only
+    window but in a join)."""
+    return SLICES_DIR if branch == 0 else f"{SLICES_DIR}-{branch}"
+
 #: How many of the slice log's entries a batch reads at most: the batch that would read more
 #: writes all it retains instead of the slices it adds, and the entries before it can go.
 BASE_EVERY = 10

@@ -39,8 +39,10 @@ import time
 from dataclasses import asdict, dataclass, field
 from datetime import datetime, timezone
 from enum import Enum
-from typing import Any, Mapping, Protocol
+from typing import Any, Mapping, Protocol, Sequence
 
+from stategate.analyzer.layout import StageLayout
+from stategate.analyzer.model import Pipeline, WindowJoin
 from stategate.analyzer.report import Carried
 from stategate.analyzer.settings import SHUFFLE_PARTITIONS, STATE_STORE
 
@@ -53,14 +55,30 @@ RUNNING, STOP = "running.json", "stop.json"
 #: A re-seed: its record while under way, where it archives the queries it replaces (in the
 #: record's directory), and the carried state in the new query's directory.
 RESEED_PENDING, RESEEDED, RESEED = "reseed.json", "reseeded", "stategate-reseed"
-#: A carried state's directory name (:func:`carried_dir`).
-_CARRIED = re.compile(rf"{RESEED}(-\d+)?")
 
 
-def carried_dir(location: str, depth: int) -> str:
-    """Where the re-seeded query at ``location`` keeps the carried state of the stage ``depth``
-    windows upstream of its output (0: the outermost, the only one but in a cascade)."""
-    return f"{location}/{RESEED}" + (f"-{depth}" if depth else "")
+def carried_dir(location: str, operator: int) -> str:
+    """Where the re-seeded query at ``location`` keeps the carried state of its stateful operator
+    numbered ``operator`` (:func:`input_sources` says how Spark numbers them; 0: the outermost
+    window, the only one but in a cascade or a join)."""
+    return f"{location}/{RESEED}" + (f"-{operator}" if operator else "")
+
+
+def input_sources(pipeline: Pipeline, layouts: Sequence[StageLayout]) -> list[int]:
+    """The numbers Spark gives the pipeline's input sources, one per branch of a window join (else
+    one): Spark numbers a query's sources, and its stateful operators, as they come in its plan,
+    depth first. So a window join's branches come in turn, each stage's operator before those of
+    the windows feeding it (``Pipeline.stages`` order, ``layouts`` following it), and the input of a
+    branch before the carried states of its re-seeded stages, one a stage, that merge with it."""
+    if not isinstance(pipeline.join, WindowJoin):
+        return [0]
+    numbers, position, number = [], 0, 0
+    for branch in pipeline.join.branches:
+        stages = layouts[position:position + len(branch.aggregate.chain())]
+        position += len(stages)
+        numbers.append(number)
+        number += 1 + sum(1 for stage in stages if stage.seeded)
+    return numbers
 
 
 #: Spark's logs in a query's checkpoint directory.
@@ -155,10 +173,11 @@ class PlannedBatch:
         """The state store provider the batch ran with."""
         return self.conf.get(STATE_STORE)
 
-    def file_log_offset(self) -> int | None:
-        """How far into its own log a file source had read (its only source's ``logOffset``)."""
+    def file_log_offset(self, source: int = 0) -> int | None:
+        """How far into its own log the file source numbered ``source`` had read (its ``logOffset``;
+        0: the only input but in a window join)."""
         try:
-            return int(json.loads(self.sources[0])["logOffset"])
+            return int(json.loads(self.sources[source])["logOffset"])
         except (IndexError, ValueError, KeyError, TypeError):
             return None
 
@@ -292,13 +311,10 @@ class QueryLog:
         """Whether the query keeps state in Spark's state store (a stateless query has none)."""
         return self.files.exists(f"{self.location}/{STATE}")
 
-    def sources(self) -> list[str]:
-        """The directories of the logs of the query's input sources (a file source keeps one): a
-        re-seeded query reads its carried states after them, one source per stage."""
-        logs = sorted((p for p in self.files.list(f"{self.location}/{SOURCES}") if name_of(p).isdigit()),
-                      key=lambda p: int(name_of(p)))
-        carried = sum(1 for p in self.files.list(self.location) if _CARRIED.fullmatch(name_of(p)))
-        return logs[:len(logs) - carried]
+    def source_log(self, source: int) -> str:
+        """The directory of the log of the query's source numbered ``source`` (a file source keeps
+        one; :func:`input_sources` says which are the query's inputs)."""
+        return f"{self.location}/{SOURCES}/{source}"
 
     def source_files(self, source: str, up_to: int) -> dict[str, tuple[int, int]]:
         """Each file the source at ``source`` read up to its log entry ``up_to``: the entry that
@@ -318,9 +334,9 @@ class QueryLog:
                     found[path] = (entry, mtime)
         return found
 
-    def first_source_entry(self) -> str:
-        """The first entry of the query's only source's log (``sources/0/0``)."""
-        return f"{self.location}/{SOURCES}/0/0"
+    def first_source_entry(self, source: int) -> str:
+        """The first entry of the log of the query's source numbered ``source``."""
+        return f"{self.source_log(source)}/0"
 
     def _numbered(self, log: str) -> list[int]:
         names = (name_of(p) for p in self.files.list(f"{self.location}/{log}"))
@@ -439,11 +455,11 @@ class WritableCheckpoint(Checkpoint):
         if self.files.exists(self.record_path(STOP)):
             self.files.delete(self.record_path(STOP))
 
-    def seed_source_log(self, pipeline: str, files: list[tuple[str, int]]) -> bool:
-        """Log ``files`` as read, as the first entry of the pipeline's only source, before its
-        first batch; never once the source has a log (a restart keeps what Spark wrote). Whether
-        it was written."""
-        first = self.query(pipeline).first_source_entry()
+    def seed_source_log(self, pipeline: str, source: int, files: list[tuple[str, int]]) -> bool:
+        """Log ``files`` as read, as the first entry of the pipeline's source numbered ``source``,
+        before its first batch; never once the source has a log (a restart keeps what Spark wrote).
+        Whether it was written."""
+        first = self.query(pipeline).first_source_entry(source)
         if not files or self.files.exists(first):
             return False
         self.files.write_text(first, source_log_entry(files))

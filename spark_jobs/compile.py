@@ -39,7 +39,7 @@ from stategate.analyzer.runnable import check_pipeline, declared, sink_types
 from stategate.analyzer.scope import source_column, time_attribute, window_column, window_field_of
 from stategate.analyzer.value_types import Family
 from stategate.spark_jobs import state
-from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler
+from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler, slices_dir
 from stategate.spark_jobs.connectors import read_stream
 from stategate.spark_jobs.cutover import Cutover
 from stategate.spark_jobs.expressions import to_column
@@ -131,21 +131,24 @@ def _finalize(stage: Stage, rows: Callable[[DataFrame], DataFrame]) -> Finalize:
 # ------------------------------------------------------------------------------- stages
 def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate,
                   layouts: tuple[StageLayout, ...], location: str, slices: str = SLICES_DIR,
-                  cutover: Cutover | None = None, depth: int = 0) -> Stage:
+                  cutover: Cutover | None = None, operator: int = 0, source: int = 0) -> Stage:
     """A window aggregation (with the cascade feeding it) as a streaming plan; ``slices`` is the
-    directory of its retained slices in the checkpoint, if its windows are assembled; ``depth`` how
-    many windows it is upstream of the query's output (where a re-seed carried its state)."""
+    directory of its retained slices in the checkpoint, if its windows are assembled; ``operator``
+    its place in ``Pipeline.stages``, which is the number Spark gives its stateful operator wherever
+    a re-seed carried its state (``checkpoint.carried_dir``); ``source`` which of the query's inputs
+    it reads (a join's branch)."""
     layout = layouts[0]
     # Aggregates that follow arrival order read where each row arrived from (check_pipeline keeps
     # them to stages reading a source).
     ordered = any(AGGREGATES[a.function].result.ordered for a in aggregate.aggregates)
     if isinstance(aggregate.source, WindowAggregate):
-        upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover, depth + 1)
+        upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover, operator + 1,
+                                  source)
         assert upstream.assembler is None, "check_pipeline refuses a window over assembled windows"
         rows, mapping = _cascade_input(upstream, layouts[1])
     else:
         rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window, cutover,
-                                      arrival=ordered)
+                                      source, arrival=ordered)
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
     keys = [KEY.format(i) for i in range(len(plain_keys))]
     columns: list[Column] = [F.col("ts"), *([F.col(state.ARRIVAL)] if ordered else [])]
@@ -172,7 +175,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     sliced = slicer.slice(F.col("ts"))
     if layout.seeded:  # the input rows' contributions, and the state carried from the old checkpoint
         keyed = keyed.select(*keys, state.GROUPING_SET, "ts", *state.contributions(layout, slots))
-        keyed = keyed.unionByName(state.carried_rows(read_carried(spark, location, depth), keys, keyed.schema),
+        keyed = keyed.unionByName(state.carried_rows(read_carried(spark, location, operator), keys, keyed.schema),
                                   allowMissingColumns=True)
         sliced = slicer.carried_slice(F.col("ts"), F.col(state.CARRIED_UNTIL))
     assert layout.set_keyed or sets is None, "adding GROUPING SETS is INCOMPATIBLE: the layout is fresh"
@@ -195,15 +198,15 @@ def _compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin,
     position = 0
     for index, branch in enumerate(join.branches):
         chain = branch.aggregate.chain()
-        own = layouts[position:position + len(chain)]
+        first, own = position, layouts[position:position + len(chain)]
         position += len(chain)
-        slices = SLICES_DIR if index == 0 else f"{SLICES_DIR}-{index}"
+        slices = slices_dir(index)
         if branch.aggregate.per_window:
             stage = _compile_stage(spark, model, branch.aggregate.source, own[1:], location, slices,  # type: ignore[arg-type]
-                                   cutover)
+                                   cutover, first + 1, index)
             rows = _per_window(branch.aggregate, stage, after)
         else:
-            stage = _compile_stage(spark, model, branch.aggregate, own, location, slices, cutover)
+            stage = _compile_stage(spark, model, branch.aggregate, own, location, slices, cutover, first, index)
             rows = _finalizer(stage, branch.aggregate.outputs, None, (), after)
         branches.append(Branch(branch.alias, stage.stream, stage.assembler, rows))
     return joined_stream(branches), join_finalizer(join, branches, sink_types)
@@ -284,16 +287,17 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
 
 
 def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequence[Resolved],
-                  window: Window | None = None, cutover: Cutover | None = None,
+                  window: Window | None = None, cutover: Cutover | None = None, source: int = 0,
                   arrival: bool = False) -> tuple[DataFrame, dict[str, str]]:
     """Table ``name`` as a stream with its watermark (on processing time for a processing-time
     ``window``) and ``filters`` applied; its event time is the column ``ts``. A ``cutover`` skips
-    the files the take-over need not open, and the rows before its cutoff. With ``arrival``, each
-    row says where it arrived from (:func:`spark_jobs.connectors.read_stream`)."""
+    the files the take-over need not open (those of the query's input ``source``), and the rows
+    before its cutoff. With ``arrival``, each row says where it arrived from
+    (:func:`spark_jobs.connectors.read_stream`)."""
     table = declared(model, name)
     mapping = {sql_key(source_column(table.name, c.name)): c.name for c in table.columns if c.computed is None}
     df = read_stream(spark, table, dict(cutover.source_options) if cutover is not None else None,
-                     files=source_filter(cutover) if cutover is not None else None, arrival=arrival)
+                     files=source_filter(cutover, source) if cutover is not None else None, arrival=arrival)
     if window is not None and window.time_kind is TimeKind.PROCTIME:
         df = with_processing_time(spark, df)
         time = PROCTIME

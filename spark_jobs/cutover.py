@@ -22,26 +22,34 @@ imports PySpark.
 A Kafka source is bounded by the same reckoning, on offsets: the new version starts where the last
 batch whose rows all precede ``W - span`` ended (the offset log says where), or, where Spark pruned
 the log that far back, by record timestamp a margin earlier (:func:`_kafka_cutover`). A window
-join keeps the seam but reads its sources whole (:func:`_join_cutover`); an interval join is refused.
+join keeps the seam but reads its sources whole (:func:`_join_cutover`; re-seeded, each source goes
+on from where it stopped: :func:`carried_cutover`); an interval join is refused.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
 from stategate.analyzer.build import build
-from stategate.analyzer.model import IntervalJoin, JobModel, Pipeline
+from stategate.analyzer.layout import StageLayout
+from stategate.analyzer.model import IntervalJoin, JobModel, Pipeline, WindowJoin
 from stategate.analyzer.report import Report
 from stategate.analyzer.replay import ReplayVolume, continued, kafka_margin_ms, replay_span, same_table, source_of
 from stategate.spark_jobs.checkpoint import (JOB_SQL, Checkpoint, CheckpointFiles, PlannedBatch, QueryLog,
-                                             SourceLogError)
+                                             SourceLogError, input_sources)
 
 #: The replay policies: re-read what open windows need, everything, or nothing the old version read.
 BOUNDED, FULL, NONE = "bounded", "full", "none"
 REPLAY_POLICIES = (BOUNDED, FULL, NONE)
+
+
+#: The files of one source, each (path, modification time) as the source's log names it.
+Files = tuple[tuple[str, int], ...]
+#: In a recorded cutover: the files each input source skips.
+SKIPPED = "skipped_by_source"
 
 
 class TakeOverRefused(RuntimeError):
@@ -55,13 +63,15 @@ class Cutover:
     :param watermark_ms: W, the watermark of the old version's last committed batch; None when the
         pipeline's windows run on processing time (nothing to replay, nothing emitted twice)
     :param cutoff_ms: ``W - span``: rows before it feed no window the new version emits
-    :param skipped: the old version's files the new version never opens: (path, modification time)
-        as the source's log names them
+    :param skipped: per input source (one but in a window join, :func:`checkpoint.input_sources`),
+        the old version's files the new version never opens: (path, modification time) as the
+        source's log names them
     :param replayed: how many of the old version's files (Kafka: messages) are read again
     :param read: how many files the old version read
     :param new_source: the old version never read the pipeline's source (another table, connector or
         location): it is read from its startup mode
     :param joined: a window join: its sources are read from their startup modes, the seam kept
+        (re-seeded, each goes on from where it stopped instead: ``skipped``)
     :param kafka: the source is a Kafka topic: where it starts is ``source_options``
     :param source_options: Spark's ``startingOffsets`` or ``startingOffsetsByTimestamp``; none: the
         table's startup mode
@@ -70,7 +80,7 @@ class Cutover:
     pipeline: str
     watermark_ms: int | None
     cutoff_ms: int | None
-    skipped: tuple[tuple[str, int], ...]
+    skipped: tuple[Files, ...]
     replayed: int
     read: int
     new_source: bool = False
@@ -80,20 +90,30 @@ class Cutover:
 
     def to_dict(self) -> dict[str, Any]:
         return {"watermark_ms": self.watermark_ms, "cutoff_ms": self.cutoff_ms, "replayed_files": self.replayed,
-                "archived_files": self.read, "skipped": [list(file) for file in self.skipped],
+                "archived_files": self.read,
+                SKIPPED: [[list(file) for file in files] for files in self.skipped],
                 "new_source": self.new_source, "joined": self.joined, "kafka": self.kafka, "source_options": dict(self.source_options)}
 
     @classmethod
     def from_dict(cls, pipeline: str, data: dict[str, Any]) -> Cutover:
+        # Recorded before a window join could re-seed: the files of the pipeline's one source.
+        skipped = data[SKIPPED] if SKIPPED in data else [data["skipped"]]
         return cls(pipeline, data["watermark_ms"], data["cutoff_ms"],
-                   tuple((path, int(mtime)) for path, mtime in data["skipped"]), data["replayed_files"],
+                   tuple(tuple((path, int(mtime)) for path, mtime in files) for files in skipped), data["replayed_files"],
                    data["archived_files"], data["new_source"], data["joined"], data["kafka"],
                    tuple(data["source_options"].items()))
+
+    def skipped_by(self, source: int) -> Files:
+        """The files the input source ``source`` (in branch order) never opens."""
+        return self.skipped[source] if source < len(self.skipped) else ()
 
     def describe(self) -> str:
         rows = "" if self.cutoff_ms is None else f", rows from {self.cutoff_ms} ms on"
         seam = "" if self.watermark_ms is None else \
             f"; emits windows ending after the cutover watermark {self.watermark_ms} ms"
+        if self.joined and self.skipped:
+            return (f"{self.pipeline}: a window join: each source goes on from where it stopped, skipping the "
+                    f"{self.read} files they read{seam}")
         if self.joined:
             return (f"{self.pipeline}: a window join: its sources are read from their startup modes (Spark's one "
                     f"watermark, the minimum of theirs, bounds no single source's input){rows}{seam}")
@@ -208,7 +228,7 @@ def volumes(storage: CheckpointFiles, checkpoint: str, model: JobModel) -> dict[
                 found[pipeline.name] = ReplayVolume(messages=cut.replayed)
             continue
         sizes = {path: storage.size(path) for path in files if storage.exists(path)}
-        skipped = {path for path, _ in cut.skipped}
+        skipped = {path for path, _ in cut.skipped_by(0)}
         replayed = [path for path in files if path not in skipped]
         found[pipeline.name] = ReplayVolume(len(replayed), sum(sizes[p] for p in replayed),
                                             len(sizes), sum(sizes.values()))
@@ -242,14 +262,25 @@ def _delay(model: JobModel, pipeline: Pipeline) -> int:
     return (table.watermark_delay_ms or 0) if table is not None else 0
 
 
-def carried_cutover(storage: CheckpointFiles, query: QueryLog, old: JobModel, model: JobModel,
-                    pipeline: Pipeline) -> Cutover:
+def carried_cutover(storage: CheckpointFiles, query: QueryLog, old: JobModel, layouts: Sequence[StageLayout],
+                    model: JobModel, pipeline: Pipeline) -> Cutover:
     """The cutover of a re-seeded pipeline (:mod:`spark_jobs.reseed`) from its old ``query``, built
-    by ``old``: its state is carried, so nothing the old query read is read again, and only windows
-    ending after its watermark are emitted."""
+    by ``old`` with ``layouts``: its state is carried, so nothing the old query read is read again,
+    and only windows ending after its watermark are emitted. Each source of a window join goes on
+    from where it stopped, by its own log."""
     before = continued(old, model, pipeline)
     assert before is not None, "a re-seeded pipeline continues the old version's"
-    return _plan(storage, query, model, pipeline, _delay(old, before), NONE)[0]
+    if not isinstance(pipeline.join, WindowJoin):
+        return _plan(storage, query, model, pipeline, _delay(old, before), NONE)[0]
+    last = query.committed()[-1]
+    planned = query.batch(last)
+    assert planned is not None and planned.watermark_ms is not None, "a re-seed reads a committed batch"
+    skipped = []
+    for source in input_sources(before, layouts):
+        up_to = planned.file_log_offset(source)
+        files = {} if up_to is None else _file_log(query, query.source_log(source), up_to, pipeline.name)
+        skipped.append(_entries(files))
+    return Cutover(pipeline.name, planned.watermark_ms, None, tuple(skipped), 0, sum(map(len, skipped)), joined=True)
 
 
 def _plan(storage: CheckpointFiles, query: QueryLog, model: JobModel, pipeline: Pipeline, old_delay_ms: int,
@@ -277,10 +308,6 @@ def _plan(storage: CheckpointFiles, query: QueryLog, model: JobModel, pipeline: 
     if not same_source:
         cutoff = None if w is None or replay.span_ms is None else w - replay.span_ms
         return Cutover(pipeline.name, w, cutoff, (), 0, 0, new_source=True), {}
-    sources = query.sources()
-    if len(sources) != 1:
-        raise TakeOverRefused(f"take-over of {pipeline.name}: a bounded replay reads one source per pipeline, this "
-                              f"one read {len(sources)}; choose --replay full or --replay none")
     if replay.span_ms is None and w is not None and policy != NONE:
         raise TakeOverRefused(f"take-over of {pipeline.name}: {replay.note}; choose --replay full")
     cutoff = None if w is None or policy == NONE or replay.span_ms is None else w - replay.span_ms
@@ -297,7 +324,7 @@ def _plan(storage: CheckpointFiles, query: QueryLog, model: JobModel, pipeline: 
     up_to = read_up_to[last]
     if up_to is None:
         return _kafka_cutover(model, pipeline, w, cutoff, logs, last, skippable, location), {}
-    files = _file_log(query, sources[0], up_to, pipeline.name)
+    files = _file_log(query, query.source_log(0), up_to, pipeline.name)
     skipped = []
     for path, (entry, _) in files.items():
         # The micro-batch that first read the file: the first whose offset reached its log entry
@@ -309,7 +336,7 @@ def _plan(storage: CheckpointFiles, query: QueryLog, model: JobModel, pipeline: 
             raise TakeOverRefused(f"take-over of {pipeline.name}: {path}, which the replay must read again, is gone "
                                   "(the source's retention is shorter than the replay span); nothing was changed. "
                                   "Choose --replay none to skip what the old version read")
-    return (Cutover(pipeline.name, w, cutoff, _entries({path: files[path] for path in skipped}),
+    return (Cutover(pipeline.name, w, cutoff, (_entries({path: files[path] for path in skipped}),),
                     len(files) - len(skipped), len(files)), files)
 
 

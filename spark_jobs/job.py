@@ -14,7 +14,7 @@ from pyspark.sql.streaming import StreamingQuery
 from stategate.analyzer import Report, SQLModelError, Verdict, build
 from stategate.analyzer.runnable import check_settings
 from stategate.analyzer.settings import SHUFFLE_PARTITIONS, ignored, spark_settings, state_settings
-from stategate.spark_jobs.checkpoint import Application, WritableCheckpoint, query_dir
+from stategate.spark_jobs.checkpoint import Application, WritableCheckpoint, input_sources, query_dir
 from stategate.spark_jobs.compile import CompiledPipeline, compile_pipeline
 from stategate.spark_jobs.connectors import BatchWriter, batch_writer
 from stategate.spark_jobs.cutover import BOUNDED, FULL, REPLAY_POLICIES, Cutover, TakeOver, cutovers
@@ -129,7 +129,8 @@ def run(
     if reseed is not None:
         finish(state, reseed, reseeded)
     for name, cutover in taken.items():  # a resumed take-over's query may not have started yet
-        state.seed_source_log(name, list(cutover.skipped))
+        for files, number in zip(cutover.skipped, input_sources(model.pipeline_named[name], layout.pipelines[name])):
+            state.seed_source_log(name, number, list(files))
     supervisor = Supervisor(state, sql, trigger, heartbeat_s)
     queries = []
     listener = late_rows(spark)

@@ -9,13 +9,13 @@ pipeline:
    directory's own ``_stategate/``): nothing is deleted or overwritten;
 2. its state at its last committed batch N (Spark's state data source, ``format("statestore")``)
    becomes the carried state (``<query>/stategate-reseed``, :func:`checkpoint.carried_dir`; a
-   cascade carries each window's): every open (key, window) group with the fields of each
+   cascade or a window join carries each window's): every open (key, window) group with the fields of each
    aggregate the new version keeps, renamed to the slots of the new layout; an added aggregate has
    none, so it starts from zero;
 3. the new query starts on a new checkpoint at the same place: its first micro-batch merges the
    carried state into its own aggregates (``StageLayout.seeded``, :func:`spark_jobs.state.carried_rows`);
-   its source counts as read every file the old query read up to N (its log's first entry, as a
-   take-over writes it), so it goes on from exactly there; its sink gets only windows ending after
+   its source (each of a window join's) counts as read every file the old query's read up to N
+   (its log's first entry, as a take-over writes it), so it goes on from exactly there; its sink gets only windows ending after
    the old query's watermark W, which the old one emitted (:class:`~spark_jobs.cutover.Cutover`
    with nothing replayed, recorded as a take-over for every later start).
 
@@ -40,13 +40,14 @@ from stategate.analyzer import JobModel
 from stategate.analyzer.build import build
 from stategate.analyzer.aggregates import INTEGER_VALUE, Pool
 from stategate.analyzer.layout import JobLayout, StageLayout
+from stategate.analyzer.model import Pipeline, WindowJoin
 from stategate.analyzer.signature import state_signature
 from stategate.analyzer.windows import Session
 from stategate.spark_jobs.checkpoint import (JOB_SQL, OFFLINE_UNREADABLE, RESEED_PENDING, RESEEDED, SIGNATURE,
                                              TAKE_OVER, Checkpoint, QueryLog, WritableCheckpoint, carried_dir,
                                              name_of, query_dir, query_dir_name)
 from stategate.spark_jobs import failpoints
-from stategate.spark_jobs.assembly import SLICES_DIR, SliceLog
+from stategate.spark_jobs.assembly import SLICES_DIR, SliceLog, slices_dir
 from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
 from stategate.spark_jobs.guard import CheckpointRefused
 from stategate.spark_jobs.lifecycle import sql_digest
@@ -149,21 +150,25 @@ def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, 
             log.info("re-seed: %s moved to %s, read only from now on", location, archived)
             failpoints.reach("reseed.moved")
         batch = QueryLog(files, archived).committed()[-1]
-        for depth, (stage, kept, fresh) in enumerate(zip(model.pipeline_named[name].stages(), old.pipelines[name],
-                                                         layout.pipelines[name])):
-            seed = carried_dir(location, depth)
+        pipeline = model.pipeline_named[name]
+        logs = _slice_logs(pipeline)
+        for operator, (stage, kept, fresh) in enumerate(zip(pipeline.stages(), old.pipelines[name],
+                                                            layout.pipelines[name])):
+            seed = carried_dir(location, operator)
             if files.exists(seed):
                 continue
             session = stage.window is not None and isinstance(stage.window.shape, Session)
-            carried = carried_state(spark, storage, archived, batch, depth, kept, fresh, session)
+            carried = carried_state(spark, storage, archived, batch, operator, kept, fresh, session,
+                                    logs.get(operator))
             staged = f"{seed}.staged"
             carried.write.mode("overwrite").parquet(staged)
             storage.replace(staged, seed)
             log.info("re-seed: %s: %d open (key, window) groups of micro-batch %d carried into the new layout%s",
-                     name, spark.read.parquet(seed).count(), batch, f" (window {depth} upstream)" if depth else "")
+                     name, spark.read.parquet(seed).count(), batch, f" (stage {operator})" if operator else "")
     before = build(files.read_text(archive.record_path(JOB_SQL)), source=archive.record_path(JOB_SQL))
-    cutovers = {name: carried_cutover(files, QueryLog(files, archived_query(reseed.archive, name)), before, model,
-                                      model.pipeline_named[name]) for name in layout.reseeded}
+    cutovers = {name: carried_cutover(files, QueryLog(files, archived_query(reseed.archive, name)), before,
+                                      old.pipelines[name], model, model.pipeline_named[name])
+                for name in layout.reseeded}
     for cutover in cutovers.values():
         log.info("re-seed: %s", cutover.describe())
     return cutovers
@@ -224,22 +229,23 @@ def finish(checkpoint: WritableCheckpoint, reseed: Reseed, taken: dict[str, Cuto
     checkpoint.files.delete(pending)
 
 
-def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, batch: int, depth: int,
-                  old: StageLayout, new: StageLayout, session: bool = False) -> DataFrame:
-    """The state of the stage ``depth`` windows upstream in the query at ``location`` (Spark numbers
-    a query's stateful operators from its output down) after ``batch``, one row per (key, slice)
-    group its windows may still need: the open ones in Spark's state store and, for HOP and
-    CUMULATE windows (only ever the outermost stage), the closed slices the slice log retains
-    (:mod:`spark_jobs.assembly`; they go into the new state, which emits them to its own slice log
-    once its watermark passes them again). Each with its keys, its row count and, renamed to the new
+def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, batch: int, operator: int,
+                  old: StageLayout, new: StageLayout, session: bool = False, slices: str | None = None) -> DataFrame:
+    """The state of the stateful operator numbered ``operator`` in the query at ``location``
+    (:func:`checkpoint.input_sources` says how Spark numbers them) after ``batch``, one row per
+    (key, slice) group its windows may still need: the open ones in Spark's state store and, for
+    HOP and CUMULATE windows (only ever a branch's outermost stage), the closed slices its slice log
+    (in ``slices``) retains (:mod:`spark_jobs.assembly`; they go into the new state, which emits
+    them to its own slice log once its watermark passes them again). Each with its keys, its row count and, renamed to the new
     layout's slots, the fields of every aggregate both layouts hold (by identity). An aggregate only
     the new layout holds has no field: it starts from zero."""
     spark.streams.active  # Spark's state reader reports to the coordinator its streaming queries start
-    stored = spark.read.format("statestore").option("batchId", batch).option("operatorId", depth).load(location)
+    stored = spark.read.format("statestore").option("batchId", batch).option("operatorId", operator).load(location)
     groups = stored_fields(stored, old, session)
-    entries = SliceLog(storage, location, SLICES_DIR).read_by(batch + 1) if depth == 0 else []
-    if entries:
-        retained = pooled_as_kept(spark.read.parquet(*SliceLog(storage, location, SLICES_DIR).paths(entries)), old)
+    slice_log = SliceLog(storage, location, slices) if slices is not None else None
+    entries = slice_log.read_by(batch + 1) if slice_log is not None else []
+    if slice_log is not None and entries:
+        retained = pooled_as_kept(spark.read.parquet(*slice_log.paths(entries)), old)
         groups = groups.unionByName(retained, allowMissingColumns=True)
     renamed = []
     for pool in Pool:
@@ -258,11 +264,23 @@ def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, ba
     return groups.select(*keys, GROUPING_SET, "w", ROWS, *renamed)
 
 
-def read_carried(spark: SparkSession, location: str, depth: int) -> DataFrame:
-    """The carried state of the stage ``depth`` windows upstream in the re-seeded query at
+def _slice_logs(pipeline: Pipeline) -> dict[int, str]:
+    """Where the outermost window of each branch keeps its slice log, by the window's place in
+    ``Pipeline.stages`` (a cascade's upstream windows are never assembled)."""
+    if not isinstance(pipeline.join, WindowJoin):
+        return {0: SLICES_DIR}
+    heads, position = {}, 0
+    for index, branch in enumerate(pipeline.join.branches):
+        heads[position] = slices_dir(index)
+        position += len(branch.aggregate.chain())
+    return heads
+
+
+def read_carried(spark: SparkSession, location: str, operator: int) -> DataFrame:
+    """The carried state of the stateful operator numbered ``operator`` in the re-seeded query at
     ``location``, as a stream: a source of the query, read whole by its first micro-batch and never
     again (its files never change)."""
-    path = carried_dir(location, depth)
+    path = carried_dir(location, operator)
     if not HadoopStorage(spark).exists(path):
         raise ReseedRefused(f"{location} was re-seeded, but its carried state {path} is gone: the query cannot "
                             "restart without it. Restore it from a copy of the checkpoint, or clear the state")

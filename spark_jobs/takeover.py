@@ -24,11 +24,13 @@ from pyspark.sql import functions as F
 from stategate.spark_jobs.cutover import Cutover
 
 
-def source_filter(cutover: Cutover) -> Column | None:
-    """The source's file filter: None when every file is read. Hadoop names a local file
-    ``file:///x`` in the source log and ``file:/x`` in ``_metadata``: both are matched."""
-    if not cutover.skipped:
+def source_filter(cutover: Cutover, source: int = 0) -> Column | None:
+    """The file filter of the input source ``source`` (in branch order): None when every file is
+    read. Hadoop names a local file ``file:///x`` in the source log and ``file:/x`` in
+    ``_metadata``: both are matched."""
+    skipped = cutover.skipped_by(source)
+    if not skipped:
         return None
-    paths = {path for path, _ in cutover.skipped}
+    paths = {path for path, _ in skipped}
     paths |= {"file:/" + path.removeprefix("file:///") for path in paths if path.startswith("file:///")}
     return ~F.col("_metadata.file_path").isin(sorted(paths))

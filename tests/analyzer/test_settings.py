@@ -110,12 +110,27 @@ PER_WINDOW = FILES_JOB[:FILES_JOB.index("SELECT")] + (
     "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
     "GROUP BY item, window_start, window_end;\n"
     "SELECT window_start, MAX(n) FROM M GROUP BY window_start, window_end;")
+#: Two aggregations of the bids joined on their windows: each branch's state is carried.
+WINDOW_JOIN = FILES_JOB[:FILES_JOB.index("SELECT")] + (
+    "SELECT C.item, C.ws, C.n, T.total\n"
+    "FROM (SELECT item, COUNT(*) AS n, window_start AS ws, window_end AS we\n"
+    "      FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)) GROUP BY item, window_start, window_end) C\n"
+    "JOIN (SELECT item, SUM(price) AS total, window_start AS ws, window_end AS we\n"
+    "      FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)) GROUP BY item, window_start, window_end) T\n"
+    "ON C.item = T.item AND C.ws = T.ws AND C.we = T.we;")
+#: Nexmark q7's shape: the bids joined with the highest price of the window around them.
+INTERVAL_JOIN = FILES_JOB[:FILES_JOB.index("SELECT")] + (
+    "SELECT B.item, B.price FROM Bid B\n"
+    "JOIN (SELECT MAX(price) AS top, window_end AS t FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), "
+    "INTERVAL '10' SECOND)) GROUP BY window_start, window_end) M\n"
+    "ON B.price = M.top WHERE B.bidtime BETWEEN M.t - INTERVAL '10' SECOND AND M.t;")
 
 
-def test_a_changed_parallelism_of_other_state_re_seeds_where_every_pipeline_can() -> None:
+@pytest.mark.parametrize("script", [FILES_JOB, WINDOW_JOIN], ids=["window", "window-join"])
+def test_a_changed_parallelism_of_other_state_re_seeds_where_every_pipeline_can(script: str) -> None:
     """The HDFS-backed store is never repartitioned by Spark; a job whose state a re-seed carries
     goes on in new state at the new number of partitions, every aggregate from its state (FULL)."""
-    old, new = build(FILES_JOB), build("SET 'parallelism.default' = '8';\n" + FILES_JOB)
+    old, new = build(script), build("SET 'parallelism.default' = '8';\n" + script)
     judged = judge(new, Deployed(old, state_signature(old, plan(old))))
     assert judged.verdict is Verdict.FULL and judged.layout is not None
     assert judged.layout.reseeded == {"select#1"}
@@ -124,9 +139,12 @@ def test_a_changed_parallelism_of_other_state_re_seeds_where_every_pipeline_can(
     assert "stategate.layout.reseed" not in {f.rule for f in judged.report.findings}, "the aggregates fit"
 
 
-def test_a_changed_parallelism_that_a_re_seed_cannot_carry_says_whose_state() -> None:
-    report = compare(PER_WINDOW, "SET 'parallelism.default' = '8';\n" + PER_WINDOW)
+@pytest.mark.parametrize("script, why", [
+    (PER_WINDOW, "an aggregation over the windows of another, without a window of its own, is not carried"),
+    (INTERVAL_JOIN, "an interval join keeps the stream's rows beside its windows"),
+], ids=["per-window", "interval-join"])
+def test_a_changed_parallelism_that_a_re_seed_cannot_carry_says_whose_state(script: str, why: str) -> None:
+    report = compare(script, "SET 'parallelism.default' = '8';\n" + script)
     assert report.verdict is Verdict.INCOMPATIBLE
     (finding,) = [f for f in report.findings if f.rule == "stategate.setting.parallelism"]
-    assert ("a re-seed cannot carry the state of select#1 (an aggregation over the windows of another, without a "
-            "window of its own, is not carried)") in finding.message
+    assert f"a re-seed cannot carry the state of select#1 ({why})" in finding.message

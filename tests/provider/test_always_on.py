@@ -193,7 +193,7 @@ def test_a_running_job_is_redeployed_by_stopping_swapping_and_starting_it(cluste
                   if (d / "Totals").is_dir()]
     assert len(list(reseeded.parent.iterdir())) == 2
     v1_query = QueryLog(LocalFiles(), str(reseeded / "Totals"))
-    v1_read = v1_query.source_files(v1_query.sources()[0], v1_query.batch(v1_query.committed()[-1]).file_log_offset())
+    v1_read = v1_query.source_files(v1_query.source_log(0), v1_query.batch(v1_query.committed()[-1]).file_log_offset())
     w2 = max(pd.read_csv(path.removeprefix("file://"), names=["bidtime"], usecols=[0], parse_dates=["bidtime"])
              .bidtime.max() for path in v1_read).timestamp() * 1000
 

@@ -231,7 +231,7 @@ def test_a_window_join_carries_each_branch_s_windows_and_each_source_goes_on_whe
         return "".join(
             f"CREATE TABLE {name} (bidtime TIMESTAMP(3), price BIGINT, item STRING, WATERMARK FOR bidtime AS "
             f"bidtime - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', 'path' = '{root / name}', "
-            "'format' = 'csv', 'spark.maxFilesPerTrigger' = '1');\n" for name in ("Bid", "Ask")) + (
+            "'format' = 'csv');\n" for name in ("Bid", "Ask")) + (
             "CREATE TABLE S (item STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), n BIGINT, "
             f"total BIGINT, asks BIGINT{', top BIGINT' if top else ''}) WITH ('connector' = 'print');\n"
             f"INSERT INTO S SELECT B.item, B.window_start, B.window_end, B.n, B.total, A.asks{', B.top' if top else ''} "

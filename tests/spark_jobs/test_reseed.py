@@ -25,7 +25,7 @@ from tests.spark_jobs.test_take_over import KEYS, write_files
 
 DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price BIGINT, item STRING, "
        "WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) WITH ('connector' = 'filesystem', "
-       "'path' = '{path}', 'format' = 'csv', 'spark.maxFilesPerTrigger' = '1');\n"
+       "'path' = '{path}', 'format' = 'csv'{options});\n"
        "CREATE TABLE S (item STRING, window_start TIMESTAMP(3), window_end TIMESTAMP(3), {columns}) "
        "WITH ({sink});\n")
 TUMBLE = "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '20' MINUTES)"
@@ -34,12 +34,14 @@ V1 = "INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, SUM(pr
 V2 = ("INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, SUM(price) AS total, MAX(price) AS top, "
       "MIN(price) AS low " + WINDOW)
 ROCKSDB = "SET 'state.backend.type' = 'rocksdb';\n"
+#: A file a micro-batch, so a kill can fall between batches (the other tests read a run's files at once).
+A_FILE_A_BATCH = ", 'spark.maxFilesPerTrigger' = '1'"
 
 
 def script(source: Path, version: str, sink: str = "'connector' = 'print'", settings: str = "") -> str:
     """The job: its bids at ``source``, its sink's columns in ``version``'s order."""
     columns = "n BIGINT, total BIGINT" + (", top BIGINT, low BIGINT" if version == V2 else "")
-    return settings + DDL.format(path=source, columns=columns, sink=sink) + version
+    return settings + DDL.format(path=source, columns=columns, sink=sink, options=A_FILE_A_BATCH) + version
 
 
 def collected(spark, sql: str, checkpoint: Path, **options) -> tuple[list[tuple], object]:
@@ -144,7 +146,7 @@ def test_a_cascade_carries_each_window_s_state_into_its_own_stage(spark, tmp_pat
         inner, outer_aggregates = ("SUM(price) AS s, MAX(price) AS m", "SUM(s) AS total, MAX(m) AS top") if added \
             else ("SUM(price) AS s", "SUM(s) AS total")
         columns = "n BIGINT, total BIGINT" + (", top BIGINT" if added else "")
-        return (ROCKSDB + DDL.format(path=source, columns=columns, sink="'connector' = 'print'")
+        return (ROCKSDB + DDL.format(path=source, columns=columns, sink="'connector' = 'print'", options="")
                 + f"CREATE VIEW M AS SELECT item, window_time AS t, {inner} "
                   "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES)) "
                   "GROUP BY item, window_start, window_end, window_time;\n"
@@ -194,7 +196,8 @@ def test_an_aggregate_kept_in_a_generic_headroom_slot_is_carried_at_a_re_seed(sp
     the generic slot's field into a slot of its own shape, the added MIN starts from zero."""
     def job(source: Path, aggregates: str) -> str:
         columns = "n BIGINT, total BIGINT, top BIGINT, low BIGINT"
-        return ("SET 'stategate.state.slots' = '3';\n" + DDL.format(path=source, columns=columns, sink="'connector' = 'print'")
+        return ("SET 'stategate.state.slots' = '3';\n" + DDL.format(path=source, columns=columns, sink="'connector' = 'print'",
+                                                                  options="")
                 + f"INSERT INTO S SELECT item, window_start, window_end, COUNT(*) AS n, SUM(price) AS total, {aggregates} "
                 + WINDOW)
 

@@ -18,11 +18,12 @@ from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER, DATA
 ROOT = Path(__file__).resolve().parents[2]
 
 
-def job(source: Path, sink: Path) -> str:
+def job(source: Path, sink: Path, files_a_batch: int = 1) -> str:
     return f"""
 CREATE TABLE Bid ({BID_COLUMNS},
   WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND
-) WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv', 'spark.maxFilesPerTrigger' = '1');
+) WITH ('connector' = 'filesystem', 'path' = '{source}', 'format' = 'csv',
+  'spark.maxFilesPerTrigger' = '{files_a_batch}');
 CREATE TABLE Totals (window_start TIMESTAMP(3), supplier_id STRING, total DECIMAL(38, 2), bids BIGINT)
 WITH ('connector' = 'filesystem', 'path' = '{sink}', 'format' = 'parquet');
 INSERT INTO Totals
@@ -72,7 +73,7 @@ def test_the_job_runs_as_a_module(tmp_path) -> None:
     source, sink = tmp_path / "bids", tmp_path / "out"
     split_bids(source)
     script = tmp_path / "job.sql"
-    script.write_text(job(source, sink))
+    script.write_text(job(source, sink, files_a_batch=100))
     command = [sys.executable, "-m", "stategate.spark_jobs", "run", "--sql", str(script), "--checkpoint",
                str(tmp_path / "checkpoint"), "--master", "local[1]"]
     result = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
@@ -81,7 +82,7 @@ def test_the_job_runs_as_a_module(tmp_path) -> None:
     assert ("2020-04-15 08:05:00", "supplier1", "6.00", "2") in read(sink)
 
     # A refusal exits 3 (its cases, in process: test_guard.py), bad SQL 2.
-    script.write_text(job(source, sink).replace("'5' MINUTES", "'10' MINUTES"))
+    script.write_text(job(source, sink, files_a_batch=100).replace("'5' MINUTES", "'10' MINUTES"))
     refused = subprocess.run(command, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert refused.returncode == 3 and "verdict INCOMPATIBLE" in refused.stderr
 

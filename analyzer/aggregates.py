@@ -99,24 +99,30 @@ FIRST_ARRIVED = Field("fa", ARRIVED, "min", Pool.TEXT, generic=False)
 LAST_ARRIVED = Field("la", ARRIVED, "max", Pool.TEXT, generic=False)
 ALL_ARRIVED = Field("al", ARRIVED, "collect_list", Pool.TEXT, generic=False)  # the list of them
 VALUE_LIST = Field("cl", "string", "collect_list", Pool.TEXT, generic=False)  # every value, as text, in no order
+#: A value kept with its key, both as text (JSON_OBJECTAGG's), and the list of them, in no order.
+KEYED = "struct<k:string,v:string>"
+KEYED_LIST = Field("kv", KEYED, "collect_list", Pool.TEXT, generic=False)
 #: Every kind of field, in the order a slot's fields stand in the buffer.
 FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, INTEGER_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES,
-          FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED, VALUE_LIST)
+          FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED, VALUE_LIST, KEYED_LIST)
 
 #: How a field is filled from input rows: an aggregate function of the row's value, of its square
 #: (``sum_squares``), or of the value with its arrival (the earliest, the latest, all of them).
 SUM_SQUARES = "sum_squares"
 FIRST_BY_ARRIVAL, LAST_BY_ARRIVAL, ALL_BY_ARRIVAL = "first_by_arrival", "last_by_arrival", "all_by_arrival"
+#: Every value with its key (the aggregate's first argument).
+ALL_BY_KEY = "all_by_key"
 #: How two partial states of a field become one, by the function that filled it (``union``: the
 #: distinct values of both sets; ``append``: both lists, in no order; ``concat``: the lists of a
 #: window's slices one after the other, each in arrival order, the later slice's first for HOP
 #: windows and the earlier's for CUMULATE, as Flink merges slices).
 MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", SUM_SQUARES: "sum", "min": "min", "max": "max",
                             "collect_set": "union", FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max",
-                            ALL_BY_ARRIVAL: "concat", "collect_list": "append"}
+                            ALL_BY_ARRIVAL: "concat", "collect_list": "append", ALL_BY_KEY: "append"}
 
-#: The one clause around an aggregate call the engine takes: ARRAY_AGG's, skipping NULL values.
-IGNORE_NULLS = "IGNORE NULLS"
+#: The clauses the engine takes around or in an aggregate call: each turns the aggregate's way with
+#: NULL values (``AggregateFunction.null_switch``).
+IGNORE_NULLS, NULL_ON_NULL, ABSENT_ON_NULL = "IGNORE NULLS", "NULL ON NULL", "ABSENT ON NULL"
 
 #: A state: each field with the aggregate function that fills it from input rows.
 State = tuple[tuple[Field, str], ...]
@@ -140,6 +146,7 @@ class Result(Enum):
     ARRAY = "array"  # the values in arrival order, NULLs among them
     MULTISET = "multiset"  # each value with how often it came, as a map (Flink's MULTISET)
     JSON_ARRAY = "json_array"  # the values in arrival order as a JSON array, ``[]`` where none
+    JSON_OBJECT = "json_object"  # each value under its key in a JSON object, keys in order, ``{}`` where none
 
     @property
     def spread(self) -> bool:
@@ -170,10 +177,16 @@ class AggregateFunction:
     :param flink: how Flink spells it, where the model's name differs
     :param integers_as: the family it computes integers in, where not as exact numbers (Flink
         computes a STDDEV or VARIANCE of integers in DOUBLE, then casts to the integer type)
+    :param keyed: its first argument is a key (text, never NULL, each once in a group: JSON_OBJECTAGG's),
+        its value the second
     :param literals: how many constant arguments may follow its value (LISTAGG's separator)
     :param takes_distinct: whether it runs with DISTINCT
-    :param keeps_nulls: whether a NULL value counts (ARRAY_AGG keeps it, as Flink's default RESPECT
-        NULLS does, unless written with IGNORE NULLS); every other aggregate skips NULLs
+    :param keeps_nulls: whether a NULL value counts by default (ARRAY_AGG keeps it, as Flink's
+        default RESPECT NULLS does; JSON_OBJECTAGG keeps it as a JSON null); others skip NULLs
+    :param null_switch: the clause that turns ``keeps_nulls`` the other way (ARRAY_AGG's IGNORE
+        NULLS, JSON_ARRAYAGG's NULL ON NULL, JSON_OBJECTAGG's ABSENT ON NULL); the analyzer names
+        the aggregate with it only where it is written (``Aggregate.modifiers``), so a clause that
+        spells the default names the same state
     :param own_type: its state takes exact values in their own type (a DECIMAL(10, 2) as one),
         and Spark's aggregate function keeps them as in Spark's own buffer (a sum in 10 digits
         more); otherwise in 38 digits, what an AVG or a STDDEV keeps, whose division and squares
@@ -185,9 +198,11 @@ class AggregateFunction:
     result: Result
     flink: str = ""
     integers_as: Family | None = None
+    keyed: bool = False
     literals: int = 0
     takes_distinct: bool = True
     keeps_nulls: bool = False
+    null_switch: str = ""
     own_type: bool = False
 
     def state_of(self, family: Family | None) -> State | None:
@@ -196,12 +211,20 @@ class AggregateFunction:
 
     def takes(self, modifiers: str) -> bool:
         """Whether the engine runs it with the clauses written around the call (``Aggregate.modifiers``):
-        none, or IGNORE NULLS where it keeps NULLs otherwise."""
-        return not modifiers.strip() or (self.keeps_nulls and modifiers.strip() == IGNORE_NULLS)
+        none, or its ``null_switch``."""
+        return not modifiers.strip() or self._switched(modifiers)
 
     def counts_nulls(self, modifiers: str) -> bool:
         """Whether a NULL value counts, with the clauses written around the call."""
-        return self.keeps_nulls and modifiers.strip() != IGNORE_NULLS
+        return self.keeps_nulls != self._switched(modifiers)
+
+    def _switched(self, modifiers: str) -> bool:
+        return bool(self.null_switch) and modifiers.strip() == self.null_switch
+
+    @property
+    def value_at(self) -> int:
+        """Which argument is the value it aggregates: the one after its key, if it has one."""
+        return 1 if self.keyed else 0
 
     def kept_as(self, family: Family | None, integer: bool) -> Family | None:
         """The family it keeps values of ``family`` in (``integer``: of an integer type)."""
@@ -249,12 +272,15 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.LIST, literals=1,
                       takes_distinct=False),
     AggregateFunction("ARRAY_AGG", {None: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.ARRAY, takes_distinct=False,
-                      keeps_nulls=True),
+                      keeps_nulls=True, null_switch=IGNORE_NULLS),
     AggregateFunction("COLLECT", {None: ((VALUE_LIST, "collect_list"),)}, Result.MULTISET, takes_distinct=False),
     # Times and floating point are left out: Flink and Spark write them in JSON differently (a
     # DOUBLE: 0.000102 against 1.02E-4).
     AggregateFunction("JSON_ARRAYAGG", {f: ((ALL_ARRIVED, ALL_BY_ARRIVAL),) for f in (Family.EXACT, Family.TEXT)},
-                      Result.JSON_ARRAY, takes_distinct=False),
+                      Result.JSON_ARRAY, takes_distinct=False, null_switch=NULL_ON_NULL),
+    AggregateFunction("JSON_OBJECTAGG", {f: ((KEYED_LIST, ALL_BY_KEY),) for f in (Family.EXACT, Family.TEXT)},
+                      Result.JSON_OBJECT, keyed=True, takes_distinct=False, keeps_nulls=True,
+                      null_switch=ABSENT_ON_NULL),
 )}
 
 #: Flink's built-in aggregate functions (and VVR's APPROX_COUNT_DISTINCT). Those sqlglot has no node

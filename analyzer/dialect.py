@@ -96,6 +96,17 @@ def _auxiliary_builders() -> dict[str, t.Callable[[list], exp.Expr]]:
     }
 
 
+#: Flink's names of the functions sqlglot parses into nodes named otherwise.
+_FLINK_NAMES: dict[type[exp.Func], str] = {exp.JSONArrayAgg: "JSON_ARRAYAGG", exp.JSONObjectAgg: "JSON_OBJECTAGG"}
+
+
+def function_name(node: exp.Func) -> str:
+    """A function call's name as Flink spells it (upper case)."""
+    if isinstance(node, exp.Anonymous):
+        return node.name.upper()
+    return _FLINK_NAMES.get(type(node)) or node.sql_name().upper()
+
+
 class FlinkParser(parser.Parser):
     # Flink has no built-in SPLIT/ generic table functions: user functions with those names must stay
     # anonymous instead of being forced into sqlglot's Split arity.
@@ -113,6 +124,9 @@ class FlinkParser(parser.Parser):
         "DESCRIPTOR": lambda self: self.expression(
             Descriptor(expressions=self._parse_csv(self._parse_column))
         ),
+        # JSON_ARRAYAGG(value [NULL | ABSENT ON NULL]); JSON_OBJECTAGG is sqlglot's own.
+        "JSON_ARRAYAGG": lambda self: self.expression(exp.JSONArrayAgg(
+            this=self._parse_disjunction(), null_handling=self._parse_on_handling("NULL", "NULL", "ABSENT"))),
     }
 
     CONSTRAINT_PARSERS = {
@@ -272,6 +286,8 @@ class FlinkGenerator(generator.Generator):
         SystemFunction: lambda self, e: "SYSTEM",
         # VVR's name, where sqlglot writes APPROX_DISTINCT.
         exp.ApproxDistinct: lambda self, e: self.func("APPROX_COUNT_DISTINCT", e.this),
+        # Flink's spelling, where sqlglot writes ``key: value``.
+        exp.JSONKeyValue: lambda self, e: f"KEY {self.sql(e, 'this')} VALUE {self.sql(e, 'expression')}",
     }
 
     TYPE_MAPPING = {**generator.Generator.TYPE_MAPPING, exp.DataType.Type.STRUCT: "ROW",

@@ -40,6 +40,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import AbstractSet, Any, Mapping
 
+from sqlglot import exp
+
 from stategate.analyzer.aggregates import AGGREGATES, FIELDS, TIME_DIGITS, Field, Pool, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Aggregate, JobModel, WindowAggregate
@@ -386,10 +388,16 @@ def argument_family(model: JobModel, aggregate: Aggregate) -> Family | None:
     integers in the family its table entry computes them in); None where it cannot be told."""
     if not aggregate.args:
         return None
-    expr = aggregate.args[0].expr
+    expr = value_of(aggregate)
     found = family(model, expr)
     function = AGGREGATES.get(aggregate.function)
     return function.kept_as(found, is_integer(model, expr)) if function is not None else found
+
+
+def value_of(aggregate: Aggregate) -> exp.Expr:
+    """The argument whose values an aggregate keeps: its first, or the one after its key."""
+    function = AGGREGATES.get(aggregate.function)
+    return aggregate.args[function.value_at if function is not None else 0].expr
 
 
 def pool_of(model: JobModel, aggregate: Aggregate) -> Pool:
@@ -432,7 +440,7 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     own_type = function is not None and function.own_type
     if found is Family.TIME and own_type:
         return Shape(aggregate.function, found, 0, TIME_DIGITS)
-    exact = exact_type(model, aggregate.args[0].expr) \
+    exact = exact_type(model, value_of(aggregate)) \
         if found is Family.EXACT and aggregate.function != "AVG" else None
     if exact is None:
         return Shape(aggregate.function, found)

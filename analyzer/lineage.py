@@ -26,8 +26,9 @@ from stategate.analyzer.dialect import (
     GroupWindowAuxiliary,
     LateralTable,
     WindowTVF,
+    function_name,
 )
-from stategate.analyzer.aggregates import FLINK_AGGREGATES
+from stategate.analyzer.aggregates import AGGREGATES, FLINK_AGGREGATES
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.intervals import interval_ms
 from stategate.analyzer.joins import join_of
@@ -559,14 +560,17 @@ class _SelectResolver:
             if not user_defined and raw_args and isinstance(raw_args[0], exp.Distinct):  # LISTAGG(DISTINCT x)
                 distinct, raw_args = True, [*raw_args[0].expressions, *raw_args[1:]]
         else:
-            function = agg.sql_name().upper() if hasattr(agg, "sql_name") else type(agg).__name__.upper()
+            function = function_name(agg) if isinstance(agg, exp.Func) else type(agg).__name__.upper()
             raw_args = []
             if isinstance(agg.this, exp.Distinct):
                 distinct = True
                 raw_args = list(agg.this.expressions)
             elif agg.this is not None and not isinstance(agg.this, exp.Star):
                 raw_args = [agg.this]
-            raw_args += [e for e in agg.expressions] if agg.args.get("expressions") else []
+            # JSON_OBJECTAGG(KEY k VALUE v): its key, then its value.
+            raw_args += [part for e in agg.expressions
+                         for part in ((e.this, e.expression) if isinstance(e, exp.JSONKeyValue) else (e,))] \
+                if agg.args.get("expressions") else []
         if function == "COUNT" and not distinct and len(raw_args) == 1 and _non_null_literal(raw_args[0]):
             raw_args = []  # COUNT(1) counts every row, as COUNT(*): the same state
         args = tuple(Resolved.of(scope.resolve(a, aux), a) for a in raw_args)
@@ -579,7 +583,8 @@ class _SelectResolver:
             language=language,
             expr=scope.resolve(written, aux),
             written=written.sql(dialect="flink"),
-            modifiers=_modifiers(scope.resolve(call, aux), call is not agg) if _has_modifiers(call) else "",
+            modifiers=(_modifiers(scope.resolve(call, aux), call is not agg) if _has_modifiers(call) else "")
+            + _null_clause(function, agg),
         )
 
 
@@ -625,6 +630,19 @@ def _extra_arguments(agg: exp.Expr) -> list[tuple[str, exp.Expr | list]]:
     return [(key, value) for key, value in agg.args.items()
             if key not in _INPUTS and value and (isinstance(value, exp.Expr) or (
                 isinstance(value, list) and all(isinstance(v, exp.Expr) for v in value)))]
+
+
+def _null_clause(function: str, agg: exp.Expr) -> str:
+    """A JSON aggregate's ``NULL ON NULL`` or ``ABSENT ON NULL``, where it is not the function's
+    default (:attr:`AggregateFunction.null_switch`): a clause that spells the default names the same
+    state as none. Empty where none is written."""
+    clause = agg.args.get("null_handling")
+    if not isinstance(clause, str):
+        return ""
+    entry = AGGREGATES.get(function)
+    if entry is not None and entry.null_switch and clause.upper() != entry.null_switch:
+        return ""
+    return f" {clause.upper()}"
 
 
 def _has_modifiers(call: exp.Expr) -> bool:

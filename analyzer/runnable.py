@@ -35,7 +35,7 @@ from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, Inter
                                       TimeKind, Window, WindowAggregate, WindowJoin, WindowOperator, sql_key)
 from stategate.analyzer.scope import time_attribute, window_field_of
 from stategate.analyzer.layout import argument_family
-from stategate.analyzer.value_types import Family, exact_scale
+from stategate.analyzer.value_types import Family, exact_scale, family
 from stategate.analyzer.windows import Session, SharedKind
 
 CONNECTORS = (FILESYSTEM, PRINT, KAFKA)
@@ -164,11 +164,15 @@ def _check_aggregate(model: JobModel, aggregate: Aggregate, window: Window) -> N
     if function is None:
         raise SQLModelError(f"aggregate {aggregate.written} is not supported "
                             f"(supported: {', '.join(a.spelled for a in AGGREGATES.values())})", line=line, col=col)
-    if len(aggregate.args) > 1 + function.literals:
-        raise SQLModelError(f"aggregate {aggregate.written} takes {1 + function.literals} argument(s) here",
+    inputs = function.value_at + 1
+    if len(aggregate.args) > inputs + function.literals:
+        raise SQLModelError(f"aggregate {aggregate.written} takes {inputs + function.literals} argument(s) here",
                             line=line, col=col)
-    if any(not (isinstance(a.expr, exp.Literal) and a.expr.is_string) for a in aggregate.args[1:]):
+    if any(not (isinstance(a.expr, exp.Literal) and a.expr.is_string) for a in aggregate.args[inputs:]):
         raise SQLModelError(f"{aggregate.written}: its separator must be a string literal", line=line, col=col)
+    if function.keyed and family(model, aggregate.args[0].expr) not in (Family.TEXT, None):
+        raise SQLModelError(f"{aggregate.written}: its key must be text (STRING), as Flink requires",
+                            line=line, col=col)
     if not function.takes(aggregate.modifiers):
         raise SQLModelError(f"{aggregate.written}: {aggregate.modifiers.strip()} is not supported", line=line, col=col)
     if aggregate.distinct and not function.takes_distinct:

@@ -13,7 +13,7 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.optimizer.annotate_types import annotate_types
 
-from stategate.analyzer.dialect import Flink
+from stategate.analyzer.dialect import Flink, function_name
 from stategate.analyzer.model import JobModel
 
 #: Flink's built-in functions that return STRING and that sqlglot cannot type on its own.
@@ -35,7 +35,7 @@ def value_type(model: JobModel, expr: exp.Expr) -> exp.DataType:
     declared = {(t.name, c.name): c.type for t in model.tables.values() for c in t.columns if c.type}
 
     def typed(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.Func) and _name(node) in TEXT_FUNCTIONS:
+        if isinstance(node, exp.Func) and function_name(node) in TEXT_FUNCTIONS:
             return exp.Cast(this=exp.null(), to=_STRING.copy())
         text = declared.get((node.table, node.name)) if isinstance(node, exp.Column) else None
         if text is None:
@@ -119,5 +119,3 @@ def is_text(model: JobModel, expr: exp.Expr) -> bool:
     return family(model, expr) is Family.TEXT
 
 
-def _name(node: exp.Func) -> str:
-    return (node.name if isinstance(node, exp.Anonymous) else node.sql_name()).upper()

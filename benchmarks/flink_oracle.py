@@ -58,8 +58,13 @@ FAMILIES = {
     "arrays": (("ARRAY_AGG({c})", "ARRAY_AGG({c}) FILTER (WHERE qty > 40)", "ARRAY_AGG({c} IGNORE NULLS)"),
                "exact", ("price", "qty")),
     "multisets": (("COLLECT({c})", "COLLECT({c}) FILTER (WHERE qty > 40)"), "exact", ("price", "qty")),
-    # (Flink's parser takes no FILTER after JSON_ARRAYAGG.)
-    "json": (("JSON_ARRAYAGG({c})",), "exact", ("price", "qty", "supplier_id")),
+    # (Flink's parser takes no FILTER after JSON_ARRAYAGG or JSON_OBJECTAGG.)
+    "json": (("JSON_ARRAYAGG({c})", "JSON_ARRAYAGG({c} NULL ON NULL)"), "exact", ("price", "qty", "supplier_id")),
+    # Keyed by the bid's time, which no two bids of a supplier share: Flink fails a window that
+    # holds a key twice. (A key that is the value's own column, Flink quotes as JSON.)
+    "objects": (("JSON_OBJECTAGG(KEY DATE_FORMAT(bidtime, 'HH:mm:ss') VALUE {c})",
+                 "JSON_OBJECTAGG(KEY DATE_FORMAT(bidtime, 'HH:mm:ss') VALUE {c} ABSENT ON NULL)"),
+                "exact", ("price", "qty", "supplier_id")),
     # Sums past the range of their type: Flink sums a TINYINT, SMALLINT or INT in its own type.
     "overflow": (("SUM({c} + 2000000000)", "SUM({c} + 2000000000) FILTER (WHERE qty > 40)",
                   "SUM(DISTINCT {c} + 2000000000)", "SUM(CAST({c} AS SMALLINT) + CAST(32000 AS SMALLINT))",

@@ -21,7 +21,7 @@ interval join runs its stream beside its window aggregation and joins them per m
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Callable, ContextManager, Iterator, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession, Window as SparkWindow
@@ -31,7 +31,7 @@ from sqlglot import exp
 
 from stategate.analyzer.aggregates import AGGREGATES, state_of
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.layout import JobLayout, StageLayout
+from stategate.analyzer.layout import JobLayout, StageLayout, value_of
 from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, OrderKey, Output,
                                       Pipeline, Resolved, Table, TimeKind, TopN, Window, WindowAggregate, WindowJoin,
                                       sql_key)
@@ -153,18 +153,21 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     keys = [KEY.format(i) for i in range(len(plain_keys))]
     columns: list[Column] = [F.col("ts"), *([F.col(state.ARRIVAL)] if ordered else [])]
     columns += [to_column(k.value.expr, mapping).alias(name) for k, name in zip(plain_keys, keys)]
-    inputs: list[tuple[Aggregate, str | None, str | None]] = []
+    inputs: list[tuple[Aggregate, str | None, str | None, str | None]] = []
     for index, agg in enumerate(aggregate.aggregates):
         value = f"v{index}" if agg.args else None
         if value:
-            columns.append(to_column(agg.args[0].expr, mapping).alias(value))
+            columns.append(to_column(value_of(agg), mapping).alias(value))
+        key = f"by{index}" if AGGREGATES[agg.function].keyed else None
+        if key:
+            columns.append(to_column(agg.args[0].expr, mapping).alias(key))
         flt = None
         if agg.filter is not None:
             flt = f"f{index}"
             columns.append(to_column(agg.filter.expr, mapping).alias(flt))
-        inputs.append((agg, value, flt))
+        inputs.append((agg, value, flt, key))
     projected = rows.select(*columns)
-    slots = [_slot(agg, layout, value, flt, projected) for agg, value, flt in inputs]
+    slots = [replace(_slot(agg, layout, value, flt, projected), key=key) for agg, value, flt, key in inputs]
     sets = None
     if aggregate.grouping_sets is not None:
         index_of = {k.value.key: i for i, k in enumerate(plain_keys)}

@@ -42,8 +42,8 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, AGGREGATES, ARRIVED, FIRST_BY_ARRIVAL, LAST_BY_ARRIVAL, MERGE,
-                                           SUM_SQUARES, Pool, Result, state_of)
+from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, ALL_BY_KEY, AGGREGATES, ARRIVED, FIRST_BY_ARRIVAL, KEYED,
+                                           LAST_BY_ARRIVAL, MERGE, SUM_SQUARES, Pool, Result, state_of)
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
@@ -113,6 +113,7 @@ class Slot:
     family: Family
     input_type: T.DataType
     filter: str | None = None  # input column holding its FILTER (WHERE ...) predicate
+    key: str | None = None  # input column holding its key, for an aggregate keeping values by key
 
     @property
     def function(self) -> str:
@@ -182,6 +183,8 @@ def _unserialized(column: Column, field: _Field) -> Column:
     list of its values: decoded in Spark's Python workers, once, at a re-seed."""
     if field.sql_type == "string":
         return F.udf(unsafe_rows.strings, "array<string>", useArrow=False)(column)
+    if field.sql_type == KEYED:
+        return F.udf(unsafe_rows.keyed, f"array<{KEYED}>", useArrow=False)(column)
     decoded = F.udf(unsafe_rows.arrivals, "array<struct<t:bigint,f:bigint,n:bigint,v:string>>",
                     useArrow=False)(column)
     return F.transform(decoded, lambda e: _with_arrival(F.timestamp_micros(e["t"]), e["f"], e["n"], e["v"])) \
@@ -386,6 +389,8 @@ def _input(field: _Field) -> tuple[str, str, str]:
         function, argument = "sum", f"CAST({_squared(value, slot)} AS {field.sql_type})"
     elif function == "collect_list":  # the value itself, as text
         argument = f"CAST(`{slot.value}` AS STRING)"
+    elif function == ALL_BY_KEY:  # the value with its key, both as text
+        function, argument = "collect_list", f"named_struct('k', CAST(`{slot.key}` AS STRING), 'v', CAST(`{slot.value}` AS STRING))"
     elif function in _BY_ARRIVAL:  # the value as text, after where it arrived from: ordered by that
         function = _BY_ARRIVAL[function]
         argument = f"CAST(named_struct('o', `{ARRIVAL}`, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
@@ -478,6 +483,8 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
         return _arrived(slot, assembled)
     if result is Result.MULTISET:
         return _multiset(slot)
+    if result is Result.JSON_OBJECT:
+        return _json_object(slot)
     if slot.distinct:
         values = F.transform(F.col(f"dv{slot.index}"), lambda x: x.cast(_value_type(slot)))
         if result is Result.COUNT:
@@ -536,6 +543,32 @@ def _multiset(slot: Slot) -> Column:
 
     values = F.array_sort(F.coalesce(F.col(fields_of(slot)[0]), F.array().cast("array<string>")))
     return F.map_from_entries(_once(values, counted)).cast(T.MapType(slot.input_type, T.IntegerType()))
+
+
+def _json_object(slot: Slot) -> Column:
+    """JSON_OBJECTAGG: each value, in its own type, under its key, keys in order (Flink sorts them:
+    ``SqlJsonUtils.serializeJson``), NULL values as JSON nulls; ``{}`` where none. A NULL key, or a
+    key twice in a window, fails the job, as it fails Flink's ("Map views don't support null keys",
+    "Key '...' is already present")."""
+    pairs = F.array_sort(F.coalesce(F.col(fields_of(slot)[0]), F.array().cast(f"array<{KEYED}>")))
+
+    def checked(sorted_pairs: Column) -> Column:
+        keys = F.transform(sorted_pairs, lambda p: p["k"])
+        twice = F.filter(F.sequence(F.lit(2), F.greatest(F.size(keys), F.lit(2))),
+                         lambda i: (i <= F.size(keys)) & (F.element_at(keys, i) == F.element_at(keys, i - 1)))
+        entries = F.transform(sorted_pairs, lambda p: F.struct(p["k"].alias("key"),
+                                                               p["v"].cast(slot.input_type).alias("value")))
+        return (F.when(F.exists(keys, lambda k: k.isNull()),
+                       F.raise_error(F.lit(f"{slot.aggregate.written}: a key is NULL; JSON_OBJECTAGG takes none, as "
+                                           "Flink's fails on one")))
+                .when(F.size(twice) > 0,
+                      F.raise_error(F.concat(F.lit(f"{slot.aggregate.written}: key '"),
+                                             F.element_at(keys, F.element_at(twice, 1)),
+                                             F.lit("' is already present; JSON_OBJECTAGG takes each key once in a "
+                                                   "window, as Flink's does"))))
+                .otherwise(F.to_json(F.map_from_entries(entries))))
+
+    return _once(pairs, checked)
 
 
 def _once(value: Column, body: Callable[[Column], Column]) -> Column:

@@ -62,9 +62,21 @@ def arrivals(data: bytes | None) -> list[tuple[int, int, int, str | None]] | Non
     for row, _ in _elements(data):  # each a row of two fields: the arrival (a row of three longs), the value
         arrival, _ = _span(data, row, row + _bitset(2))
         t, f, n = (_word(data, arrival + _bitset(3) + 8 * i) for i in range(3))
-        value = None
-        if not _is_null(data, row, 1):
-            start, end = _span(data, row, row + _bitset(2) + 8)
-            value = data[start:end].decode("utf-8")
-        found.append((t, f, n, value))
+        found.append((t, f, n, _text(data, row, 1, 2)))
     return found
+
+
+def keyed(data: bytes | None) -> list[tuple[str | None, str | None]] | None:
+    """The values of a serialized list of values kept with their keys (``struct<k,v>``,
+    :data:`analyzer.aggregates.KEYED`), each as (its key, the value as text), either None."""
+    if data is None:
+        return None
+    return [(_text(data, row, 0, 2), _text(data, row, 1, 2)) for row, _ in _elements(data)]
+
+
+def _text(data: bytes, row: int, index: int, fields: int) -> str | None:
+    """Text field ``index`` of the row of ``fields`` fields at ``row``; None where NULL."""
+    if _is_null(data, row, index):
+        return None
+    start, end = _span(data, row, row + _bitset(fields) + 8 * index)
+    return data[start:end].decode("utf-8")

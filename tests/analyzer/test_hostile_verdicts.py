@@ -176,6 +176,9 @@ AGGREGATE_MODIFIERS = [
     ("PERCENTILE_CONT(0.5) WITHIN GROUP (ORDER BY b)", "PERCENTILE_CONT(0.9) WITHIN GROUP (ORDER BY b)"),
     ("ARRAY_AGG(c ORDER BY b)", "ARRAY_AGG(c ORDER BY b DESC)"),
     ("SUM(b) FILTER (WHERE c > 1)", "SUM(b) FILTER (WHERE c > 2)"),
+    ("JSON_ARRAYAGG(c)", "JSON_ARRAYAGG(c NULL ON NULL)"),
+    ("JSON_OBJECTAGG(KEY a VALUE c)", "JSON_OBJECTAGG(KEY a VALUE c ABSENT ON NULL)"),
+    ("JSON_OBJECTAGG(KEY a VALUE c)", "JSON_OBJECTAGG(KEY a VALUE b)"),
 ]
 
 
@@ -191,6 +194,17 @@ def test_a_modifier_of_an_aggregate_is_part_of_its_state(kind, old, new) -> None
     assert report.aggregates.kept == ("SUM(MyTable.b)",)
     assert len(report.aggregates.added) == len(report.aggregates.dropped) == 1
     assert compare(script(old), script(old)).verdict is FULL
+
+
+@pytest.mark.parametrize("old, new", [
+    ("JSON_ARRAYAGG(c)", "JSON_ARRAYAGG(c ABSENT ON NULL)"),
+    ("JSON_OBJECTAGG(KEY a VALUE c)", "JSON_OBJECTAGG(a VALUE c NULL ON NULL)"),
+])
+def test_a_json_aggregate_s_default_null_clause_written_out_keeps_its_state(old, new) -> None:
+    """JSON_ARRAYAGG skips NULLs unless told NULL ON NULL, JSON_OBJECTAGG keeps them unless told
+    ABSENT ON NULL: writing out the default is the same aggregate."""
+    report = compare(tvf(f"a, {old} AS x"), tvf(f"a, {new} AS x"))
+    assert report.verdict is FULL, report.to_text()
 
 
 def test_plain_aggregates_keep_the_identities_checkpoints_recorded() -> None:

@@ -27,7 +27,9 @@ REFUSED = [
     ("SELECT item, price FROM Bid", "no window aggregation"),
     (f"SELECT window_start, APPROX_COUNT_DISTINCT(price) FROM {WINDOW} GROUP BY window_start, window_end",
      "is not supported (supported: COUNT, SUM, MIN, MAX, AVG, STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP, FIRST_VALUE, "
-     "LAST_VALUE, LISTAGG, ARRAY_AGG, COLLECT, JSON_ARRAYAGG)"),
+     "LAST_VALUE, LISTAGG, ARRAY_AGG, COLLECT, JSON_ARRAYAGG, JSON_OBJECTAGG)"),
+    (f"SELECT window_start, JSON_OBJECTAGG(KEY price VALUE item) FROM {WINDOW} GROUP BY window_start, window_end",
+     "its key must be text (STRING), as Flink requires"),
     (f"SELECT window_start, LISTAGG(DISTINCT item) FROM {WINDOW} GROUP BY window_start, window_end",
      "DISTINCT is not supported for LISTAGG, which follows the order rows arrive in"),
     (f"SELECT window_start, LISTAGG(item, item) FROM {WINDOW} GROUP BY window_start, window_end",

@@ -15,7 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from tests.spark_jobs.flink_fixtures import assert_equals_flink, ddl, fixtures, queries
+from stategate.spark_jobs.lifecycle import JobFailed
+from tests.spark_jobs.flink_fixtures import FIXTURES, assert_equals_flink, ddl, fixtures, queries
 from tests.spark_jobs.helpers import collect_pipelines
 
 
@@ -30,3 +31,26 @@ def test_every_window_kind_equals_flink(spark, tmp_path, fixture: Path) -> None:
     script, kinds, pipelines = queries(recorded)
     rows, _ = collect_pipelines(spark, ddl(recorded, source) + script, tmp_path / "checkpoint", pipelines)
     assert_equals_flink(recorded, rows, kinds, pipelines)
+
+
+@pytest.mark.parametrize("bids, message", [
+    (["2020-04-15 08:01:00.000,2.00,1,0.5,s1", "2020-04-15 08:02:00.000,3.00,1,0.5,s1"],
+     "key '1' is already present"),
+    (["2020-04-15 08:01:00.000,2.00,,0.5,s1"], "a key is NULL"),
+], ids=["key-twice", "null-key"])
+def test_a_json_object_that_flink_cannot_build_fails_the_job_as_it_fails_flink(spark, tmp_path, bids: list[str],
+                                                                             message: str) -> None:
+    """Flink fails a JSON_OBJECTAGG whose window holds a key twice ("Key '1' is already present.
+    Duplicate keys are not allowed in JSON_OBJECTAGG") or a NULL key ("Map views don't support
+    null keys"); so does the job, naming the aggregate, rather than write a JSON object Flink
+    would not."""
+    objects = json.loads((FIXTURES / "objects.json").read_text())
+    source = tmp_path / "bids"
+    source.mkdir()
+    (source / "0-bids.csv").write_text("\n".join([*bids, objects["input"][-1]]) + "\n")
+    sql = ddl(objects, source) + ("SELECT supplier_id, window_start, window_end, "
+                                   "JSON_OBJECTAGG(KEY CAST(qty AS STRING) VALUE price) AS a0 "
+                                   "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)) "
+                                   "GROUP BY supplier_id, window_start, window_end")
+    with pytest.raises(JobFailed, match=f"JSON_OBJECTAGG.*{message}"):
+        collect_pipelines(spark, sql, tmp_path / "checkpoint", ["select#1"])

@@ -40,8 +40,9 @@ ROCKSDB = "SET 'state.backend.type' = 'rocksdb';\n"
 
 #: Aggregates that keep lists and sets, which Spark serializes in its state (a DISTINCT one is not
 #: run over SESSION windows: a COUNT stands in).
-LISTS = ", LISTAGG(item) AS items, ARRAY_AGG(price) AS prices, COUNT(DISTINCT supplier_id || item) AS d"
-LIST_COLUMNS = ", items STRING, prices ARRAY<DECIMAL(10, 2)>, d BIGINT"
+LISTS = (", LISTAGG(item) AS items, ARRAY_AGG(price) AS prices, COUNT(DISTINCT supplier_id || item) AS d, "
+         "JSON_OBJECTAGG(KEY item VALUE price) AS priced")
+LIST_COLUMNS = ", items STRING, prices ARRAY<DECIMAL(10, 2)>, d BIGINT, priced STRING"
 
 
 def job(source: Path, parallelism: int, store: str = ROCKSDB, lists: bool = False) -> str:
@@ -122,7 +123,7 @@ def test_parallelism_3_6_2_keeps_every_window_equal_to_an_uninterrupted_run(spar
 
 
 def test_a_parallelism_change_of_hdfs_backed_state_re_seeds_every_kind_of_window(spark, tmp_path) -> None:
-    """With LISTAGG, ARRAY_AGG and a DISTINCT aggregate: the lists and sets Spark serializes in its
+    """With LISTAGG, ARRAY_AGG, JSON_OBJECTAGG and a DISTINCT aggregate: the lists and sets Spark serializes in its
     state are read back and carried value for value, in arrival order."""
     def write_in_order(directory: Path, name: str, part: list, closer: bool = False) -> None:
         """Files modified one second apart, so their rows arrive in one order in every run (a
@@ -148,6 +149,6 @@ def test_a_parallelism_change_of_hdfs_backed_state_re_seeds_every_kind_of_window
     run_job(spark, job(tmp_path / "whole", 3, store="", lists=True), tmp_path / "uninterrupted", whole)
     assert emitted(rows) == emitted(whole) and all(emitted(whole).values())
     spanning = [r for r in emitted(rows)["TUMBLE"] if r[1] == "2020-04-15 08:10:00"]
-    assert [r[6:] for r in spanning] == [("D,F", "[Decimal('5.00'), Decimal('7.00')]", "2"),
-                                         ("E,G", "[Decimal('1.00'), Decimal('2.00')]", "2")], \
+    assert [r[6:] for r in spanning] == [("D,F", "[Decimal('5.00'), Decimal('7.00')]", "2", '{"D":5.00,"F":7.00}'),
+                                         ("E,G", "[Decimal('1.00'), Decimal('2.00')]", "2", '{"E":1.00,"G":2.00}')], \
         "the windows open at the restart: a value from the state, then one from after it"

@@ -25,7 +25,7 @@ from stategate.analyzer.build import build
 from stategate.spark_jobs.job import run
 from stategate.spark_jobs.storage import HadoopStorage
 from stategate.spark_jobs.takeover import source_filter
-from stategate.spark_jobs.cutover import TakeOverRefused, cutovers
+from stategate.spark_jobs.cutover import Cutover, TakeOverRefused, cutovers
 from tests.spark_jobs.crashes import CrashingJob
 from tests.spark_jobs.helpers import csv_sink_rows
 
@@ -287,3 +287,14 @@ def test_a_window_join_takes_over_with_the_seam_kept(spark, tmp_path):
         for total in (sum(range(start, start + 10)),)
         if cutover.watermark_ms < epoch + (start + 10) * 60_000 <= final_watermark)
     assert new_rows == expected and len(old_rows) == 3 * len(KEYS)
+
+
+def test_a_take_over_recorded_before_sources_had_files_of_their_own_goes_on_the_same() -> None:
+    """A checkpoint's take-over record from before a window join's sources each kept their files
+    (``skipped``: one source's) is applied as it was: its files are the first source's."""
+    recorded = {"watermark_ms": 5, "cutoff_ms": 2, "replayed_files": 1, "archived_files": 2,
+                "skipped": [["file:///bids/0.csv", 1700000000000]], "new_source": False, "joined": False,
+                "kafka": False, "source_options": {}}
+    cutover = Cutover.from_dict("S", recorded)
+    assert cutover.skipped_by(0) == (("file:///bids/0.csv", 1700000000000),) and cutover.skipped_by(1) == ()
+    assert Cutover.from_dict("S", cutover.to_dict()) == cutover

@@ -35,7 +35,7 @@ from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, Inter
                                       TimeKind, Window, WindowAggregate, WindowJoin, WindowOperator, sql_key)
 from stategate.analyzer.scope import time_attribute, window_field_of
 from stategate.analyzer.layout import argument_family
-from stategate.analyzer.value_types import Family, exact_scale, family
+from stategate.analyzer.value_types import Family, exact_scale, family, is_integer, value_type
 from stategate.analyzer.windows import Session, SharedKind
 
 CONNECTORS = (FILESYSTEM, PRINT, KAFKA)
@@ -111,6 +111,41 @@ def _check_constructs(model: JobModel, pipeline: Pipeline) -> None:
         _check_stage(model, pipeline, stage)
     if isinstance(pipeline.join, IntervalJoin):
         _check_interval_join(pipeline.join)
+    _check_expressions(model, pipeline)
+
+
+#: What a user writes instead of an expression Spark computes otherwise than Flink.
+INTEGER_DIVISION = ("Flink divides integers as integers (7 / 2 = 3) and Spark does not: write "
+                    "CAST(CAST(a AS DOUBLE) / b AS INT) for Flink's quotient, or CAST(a AS DOUBLE) / b for a fraction")
+TIME_AS_TEXT = ("Flink writes a time's fraction of a second as its type has it (08:01:00.000) and Spark drops "
+                "a zero one: write DATE_FORMAT(t, 'yyyy-MM-dd HH:mm:ss.SSS')")
+_TIMES = (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPLTZ, exp.DataType.Type.TIMESTAMPTZ)
+
+
+def _check_expressions(model: JobModel, pipeline: Pipeline) -> None:
+    """Expressions Spark computes otherwise than Flink, refused with what to write instead (Spark's
+    SQL is what the engine runs them as): a division of integers, which Flink makes an integer
+    (7 / 2 = 3) and Spark a fraction, and a time cast to text, whose fraction of a second Flink
+    always writes (``08:01:00.000``) and Spark drops where it is zero."""
+    for stage in pipeline.stages():
+        resolved = [*(a for agg in stage.aggregates for a in agg.args), *(agg.filter for agg in stage.aggregates),
+                    *(k.value for k in stage.group_keys), *stage.filters]
+        for expr in (r.expr for r in resolved if r is not None):
+            for node in expr.find_all(exp.Div, exp.Cast):
+                _check_expression(model, node)
+    for output in pipeline.outputs:
+        for node in output.value.expr.find_all(exp.Div, exp.Cast):
+            _check_expression(model, node)
+
+
+def _check_expression(model: JobModel, node: exp.Expr) -> None:
+    line, col = position(node)
+    written = node.sql(dialect=Flink)
+    if isinstance(node, exp.Div) and is_integer(model, node.left) and is_integer(model, node.right):
+        raise SQLModelError(f"{written}: {INTEGER_DIVISION}", line=line, col=col)
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES) \
+            and value_type(model, node.this).this in _TIMES:
+        raise SQLModelError(f"{written}: {TIME_AS_TEXT}", line=line, col=col)
 
 
 def _check_tables(model: JobModel, pipeline: Pipeline) -> None:

@@ -65,6 +65,11 @@ FAMILIES = {
     "objects": (("JSON_OBJECTAGG(KEY DATE_FORMAT(bidtime, 'HH:mm:ss') VALUE {c})",
                  "JSON_OBJECTAGG(KEY DATE_FORMAT(bidtime, 'HH:mm:ss') VALUE {c} ABSENT ON NULL)"),
                 "exact", ("price", "qty", "supplier_id")),
+    # Arithmetic as Flink types it: an integer literal is an INT (a DECIMAL divided by one keeps 13
+    # digits of scale), an integer quotient written as stategate asks, a time as text.
+    "expressions": (("SUM({c} / 3)", "SUM({c} * 3 - 1)", "MAX(CAST(CAST(qty AS DOUBLE) / 7 AS INT))",
+                     "MIN(MOD(qty, 7))", "LISTAGG(DATE_FORMAT(bidtime, 'yyyy-MM-dd HH:mm:ss.SSS'))"),
+                    "exact", ("price",)),
     # Sums past the range of their type: Flink sums a TINYINT, SMALLINT or INT in its own type.
     "overflow": (("SUM({c} + 2000000000)", "SUM({c} + 2000000000) FILTER (WHERE qty > 40)",
                   "SUM(DISTINCT {c} + 2000000000)", "SUM(CAST({c} AS SMALLINT) + CAST(32000 AS SMALLINT))",

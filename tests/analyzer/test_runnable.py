@@ -30,6 +30,14 @@ REFUSED = [
      "LAST_VALUE, LISTAGG, ARRAY_AGG, COLLECT, JSON_ARRAYAGG, JSON_OBJECTAGG)"),
     (f"SELECT window_start, JSON_OBJECTAGG(KEY price VALUE item) FROM {WINDOW} GROUP BY window_start, window_end",
      "its key must be text (STRING), as Flink requires"),
+    (f"SELECT window_start, SUM(CHAR_LENGTH(item) / 2) FROM {WINDOW} GROUP BY window_start, window_end",
+     "Flink divides integers as integers (7 / 2 = 3) and Spark does not: write CAST(CAST(a AS DOUBLE) / b AS INT) "
+     "for Flink's quotient, or CAST(a AS DOUBLE) / b for a fraction"),
+    (f"SELECT window_start, COUNT(*) / COUNT(item) AS r FROM {WINDOW} GROUP BY window_start, window_end",
+     "Flink divides integers as integers (7 / 2 = 3)"),
+    (f"SELECT window_start, LISTAGG(CAST(bidtime AS STRING)) FROM {WINDOW} GROUP BY window_start, window_end",
+     "Flink writes a time's fraction of a second as its type has it (08:01:00.000) and Spark drops a zero one: "
+     "write DATE_FORMAT(t, 'yyyy-MM-dd HH:mm:ss.SSS')"),
     (f"SELECT window_start, LISTAGG(DISTINCT item) FROM {WINDOW} GROUP BY window_start, window_end",
      "DISTINCT is not supported for LISTAGG, which follows the order rows arrive in"),
     (f"SELECT window_start, LISTAGG(item, item) FROM {WINDOW} GROUP BY window_start, window_end",

@@ -50,6 +50,11 @@ def collected(spark, sql: str, checkpoint: Path, **options) -> tuple[list[tuple]
     return sorted(tuple(str(v) for v in row) for row in rows), result
 
 
+def minute(timestamp: str) -> int:
+    """The minute of the day of a window bound as the rows print it."""
+    return int(timestamp[11:13]) * 60 + int(timestamp[14:16])
+
+
 def snapshot(directory: Path) -> dict[str, bytes]:
     return {str(p.relative_to(directory)): p.read_bytes() for p in sorted(directory.rglob("*")) if p.is_file()}
 
@@ -154,9 +159,6 @@ def test_a_cascade_carries_each_window_s_state_into_its_own_stage(spark, tmp_pat
                   "FROM TABLE(HOP(TABLE M, DESCRIPTOR(t), INTERVAL '10' MINUTES, INTERVAL '20' MINUTES)) "
                   "GROUP BY item, window_start, window_end;")
 
-    def minute(timestamp: str) -> int:
-        return int(timestamp[11:13]) * 60 + int(timestamp[14:16])
-
     source, checkpoint = tmp_path / "bids", tmp_path / "checkpoint"
     write_files(source, 0, 3)  # 00:00-00:30: the inner 00:25-00:30 and the outer 00:20-00:40 are open
     before, _ = collected(spark, job(source, False), checkpoint)
@@ -244,9 +246,6 @@ def test_a_window_join_carries_each_branch_s_windows_and_each_source_goes_on_whe
             f"JOIN (SELECT item, window_start, window_end, COUNT(*) AS asks FROM TABLE({hop.format('Ask')}) "
             "GROUP BY item, window_start, window_end) A "
             "ON B.item = A.item AND B.window_start = A.window_start AND B.window_end = A.window_end;")
-
-    def minute(timestamp: str) -> int:
-        return int(timestamp[11:13]) * 60 + int(timestamp[14:16])
 
     def write_asks(source: Path, first: int, count: int) -> None:  # twice a minute, unlike the bids
         source.mkdir(parents=True, exist_ok=True)

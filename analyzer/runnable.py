@@ -119,14 +119,17 @@ INTEGER_DIVISION = ("Flink divides integers as integers (7 / 2 = 3) and Spark do
                     "CAST(CAST(a AS DOUBLE) / b AS INT) for Flink's quotient, or CAST(a AS DOUBLE) / b for a fraction")
 TIME_AS_TEXT = ("Flink writes a time's fraction of a second as its type has it (08:01:00.000) and Spark drops "
                 "a zero one: write DATE_FORMAT(t, 'yyyy-MM-dd HH:mm:ss.SSS')")
+BOOLEAN_AS_TEXT = ("Flink writes a BOOLEAN as TRUE or FALSE and Spark in lower case: write "
+                   "CASE WHEN b THEN 'TRUE' WHEN NOT b THEN 'FALSE' END")
 _TIMES = (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPLTZ, exp.DataType.Type.TIMESTAMPTZ)
 
 
 def _check_expressions(model: JobModel, pipeline: Pipeline) -> None:
     """Expressions Spark computes otherwise than Flink, refused with what to write instead (Spark's
     SQL is what the engine runs them as): a division of integers, which Flink makes an integer
-    (7 / 2 = 3) and Spark a fraction, and a time cast to text, whose fraction of a second Flink
-    always writes (``08:01:00.000``) and Spark drops where it is zero."""
+    (7 / 2 = 3) and Spark a fraction; a time cast to text, whose fraction of a second Flink always
+    writes (``08:01:00.000``) and Spark drops where it is zero; a BOOLEAN cast to text (``TRUE``
+    against ``true``)."""
     for stage in pipeline.stages():
         resolved = [*(a for agg in stage.aggregates for a in agg.args), *(agg.filter for agg in stage.aggregates),
                     *(k.value for k in stage.group_keys), *stage.filters]
@@ -143,9 +146,12 @@ def _check_expression(model: JobModel, node: exp.Expr) -> None:
     written = node.sql(dialect=Flink)
     if isinstance(node, exp.Div) and is_integer(model, node.left) and is_integer(model, node.right):
         raise SQLModelError(f"{written}: {INTEGER_DIVISION}", line=line, col=col)
-    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES) \
-            and value_type(model, node.this).this in _TIMES:
-        raise SQLModelError(f"{written}: {TIME_AS_TEXT}", line=line, col=col)
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES):
+        cast_from = value_type(model, node.this).this
+        if cast_from in _TIMES:
+            raise SQLModelError(f"{written}: {TIME_AS_TEXT}", line=line, col=col)
+        if cast_from is exp.DataType.Type.BOOLEAN:
+            raise SQLModelError(f"{written}: {BOOLEAN_AS_TEXT}", line=line, col=col)
 
 
 def _check_tables(model: JobModel, pipeline: Pipeline) -> None:

@@ -38,6 +38,9 @@ REFUSED = [
     (f"SELECT window_start, LISTAGG(CAST(bidtime AS STRING)) FROM {WINDOW} GROUP BY window_start, window_end",
      "Flink writes a time's fraction of a second as its type has it (08:01:00.000) and Spark drops a zero one: "
      "write DATE_FORMAT(t, 'yyyy-MM-dd HH:mm:ss.SSS')"),
+    (f"SELECT window_start, LISTAGG(CAST(price > 10 AS STRING)) FROM {WINDOW} GROUP BY window_start, window_end",
+     "Flink writes a BOOLEAN as TRUE or FALSE and Spark in lower case: write "
+     "CASE WHEN b THEN 'TRUE' WHEN NOT b THEN 'FALSE' END"),
     (f"SELECT window_start, LISTAGG(DISTINCT item) FROM {WINDOW} GROUP BY window_start, window_end",
      "DISTINCT is not supported for LISTAGG, which follows the order rows arrive in"),
     (f"SELECT window_start, LISTAGG(item, item) FROM {WINDOW} GROUP BY window_start, window_end",

@@ -345,6 +345,15 @@ class WindowJoin:
     filters: tuple[Resolved, ...]  # WHERE, over the joined rows
     outputs: tuple[Output, ...]
 
+    def spans(self) -> tuple[range, ...]:
+        """Where each branch's chain of windows stands in its pipeline's ``Pipeline.stages`` (and so
+        in its state layout): the branches in turn."""
+        spans, start = [], 0
+        for branch in self.branches:
+            spans.append(range(start, start + len(branch.aggregate.chain())))
+            start = spans[-1].stop
+        return tuple(spans)
+
 
 @dataclass(frozen=True)
 class StreamBranch:

@@ -72,12 +72,10 @@ def input_sources(pipeline: Pipeline, layouts: Sequence[StageLayout]) -> list[in
     branch before the carried states of its re-seeded stages, one a stage, that merge with it."""
     if not isinstance(pipeline.join, WindowJoin):
         return [0]
-    numbers, position, number = [], 0, 0
-    for branch in pipeline.join.branches:
-        stages = layouts[position:position + len(branch.aggregate.chain())]
-        position += len(stages)
+    numbers, number = [], 0
+    for span in pipeline.join.spans():
         numbers.append(number)
-        number += 1 + sum(1 for stage in stages if stage.seeded)
+        number += 1 + sum(1 for stage in layouts[span.start:span.stop] if stage.seeded)
     return numbers
 
 

@@ -198,18 +198,14 @@ def _compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin,
     A take-over's ``cutover`` holds for every branch: only windows ending after it are joined."""
     after = cutover.watermark_ms if cutover is not None else None
     branches = []
-    position = 0
-    for index, branch in enumerate(join.branches):
-        chain = branch.aggregate.chain()
-        first, own = position, layouts[position:position + len(chain)]
-        position += len(chain)
-        slices = slices_dir(index)
+    for index, (branch, span) in enumerate(zip(join.branches, join.spans())):
+        own, slices = layouts[span.start:span.stop], slices_dir(index)
         if branch.aggregate.per_window:
             stage = _compile_stage(spark, model, branch.aggregate.source, own[1:], location, slices,  # type: ignore[arg-type]
-                                   cutover, first + 1, index)
+                                   cutover, span.start + 1, index)
             rows = _per_window(branch.aggregate, stage, after)
         else:
-            stage = _compile_stage(spark, model, branch.aggregate, own, location, slices, cutover, first, index)
+            stage = _compile_stage(spark, model, branch.aggregate, own, location, slices, cutover, span.start, index)
             rows = _finalizer(stage, branch.aggregate.outputs, None, (), after)
         branches.append(Branch(branch.alias, stage.stream, stage.assembler, rows))
     return joined_stream(branches), join_finalizer(join, branches, sink_types)

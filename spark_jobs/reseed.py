@@ -269,11 +269,7 @@ def _slice_logs(pipeline: Pipeline) -> dict[int, str]:
     ``Pipeline.stages`` (a cascade's upstream windows are never assembled)."""
     if not isinstance(pipeline.join, WindowJoin):
         return {0: SLICES_DIR}
-    heads, position = {}, 0
-    for index, branch in enumerate(pipeline.join.branches):
-        heads[position] = slices_dir(index)
-        position += len(branch.aggregate.chain())
-    return heads
+    return {span.start: slices_dir(index) for index, span in enumerate(pipeline.join.spans())}
 
 
 def read_carried(spark: SparkSession, location: str, operator: int) -> DataFrame:

@@ -31,7 +31,7 @@ from sqlglot import exp
 from stategate.analyzer.aggregates import AGGREGATES
 from stategate.analyzer.dialect import Flink
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, IntervalJoin, JobModel, Pipeline, Table,
+from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, IntervalJoin, JobModel, Pipeline, Resolved, Table,
                                       TimeKind, Window, WindowAggregate, WindowJoin, WindowOperator, sql_key)
 from stategate.analyzer.scope import time_attribute, window_field_of
 from stategate.analyzer.layout import argument_family
@@ -130,14 +130,12 @@ def _check_expressions(model: JobModel, pipeline: Pipeline) -> None:
     (7 / 2 = 3) and Spark a fraction; a time cast to text, whose fraction of a second Flink always
     writes (``08:01:00.000``) and Spark drops where it is zero; a BOOLEAN cast to text (``TRUE``
     against ``true``)."""
+    resolved: list[Resolved | None] = [o.value for o in pipeline.outputs]
     for stage in pipeline.stages():
-        resolved = [*(a for agg in stage.aggregates for a in agg.args), *(agg.filter for agg in stage.aggregates),
-                    *(k.value for k in stage.group_keys), *stage.filters]
-        for expr in (r.expr for r in resolved if r is not None):
-            for node in expr.find_all(exp.Div, exp.Cast):
-                _check_expression(model, node)
-    for output in pipeline.outputs:
-        for node in output.value.expr.find_all(exp.Div, exp.Cast):
+        resolved += [*(a for agg in stage.aggregates for a in agg.args), *(agg.filter for agg in stage.aggregates),
+                     *(k.value for k in stage.group_keys), *stage.filters]
+    for expr in (r.expr for r in resolved if r is not None):
+        for node in expr.find_all(exp.Div, exp.Cast):
             _check_expression(model, node)
 
 

@@ -5,7 +5,8 @@ its merge together, each entry here says, per value family of the argument, whic
 the aggregate holds and the aggregate function that fills each from input rows; :data:`MERGE` says
 how two partial states of a field become one (the slices of a HOP or CUMULATE window, sessions
 that merge), and :class:`Result` how the aggregate's result comes from its state. A DISTINCT
-aggregate keeps the set of its values, whatever its function.
+aggregate keeps the set of its values, or, for the lists that follow arrival order, its own state,
+of which its result takes each value once (:class:`Distinct`).
 
 FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG and JSON_ARRAYAGG follow the order rows arrive in. A
 Spark stream gives its rows no order, so each row carries where it arrived from (:data:`ARRIVAL`:
@@ -38,6 +39,23 @@ class Pool(str, Enum):
     PLAIN = "plain"
     TEXT = "text"
     DISTINCT = "distinct"
+
+
+class Distinct(str, Enum):
+    """How an aggregate runs with DISTINCT.
+
+    ``SET``: over the set of its values, which its state keeps instead of its own fields (a DISTINCT
+    SUM adds the set up when the window is emitted). ``FIRST_ARRIVALS``: its own state (every value
+    with its arrival), each value taken at its first arrival: a list in arrival order needs the
+    arrivals a set loses. (Flink 2.3 runs LISTAGG and ARRAY_AGG with DISTINCT as a second
+    aggregation over the distinct values, in the order of its hash table: ``LISTAGG(DISTINCT x)``
+    of 2, 3, 3 gives ``3,2`` over TUMBLE windows and ``2,3`` over SESSION windows, which it
+    aggregates row by row. The same values, in an order it does not define.) ``REFUSED``: Flink
+    refuses it."""
+
+    SET = "set"
+    FIRST_ARRIVALS = "first_arrivals"
+    REFUSED = "refused"
 
 
 @dataclass(frozen=True)
@@ -180,7 +198,7 @@ class AggregateFunction:
     :param keyed: its first argument is a key (text, never NULL, each once in a group: JSON_OBJECTAGG's),
         its value the second
     :param literals: how many constant arguments may follow its value (LISTAGG's separator)
-    :param takes_distinct: whether it runs with DISTINCT
+    :param distinct: how it runs with DISTINCT
     :param keeps_nulls: whether a NULL value counts by default (ARRAY_AGG keeps it, as Flink's
         default RESPECT NULLS does; JSON_OBJECTAGG keeps it as a JSON null); others skip NULLs
     :param null_switch: the clause that turns ``keeps_nulls`` the other way (ARRAY_AGG's IGNORE
@@ -200,7 +218,7 @@ class AggregateFunction:
     integers_as: Family | None = None
     keyed: bool = False
     literals: int = 0
-    takes_distinct: bool = True
+    distinct: Distinct = Distinct.SET
     keeps_nulls: bool = False
     null_switch: str = ""
     own_type: bool = False
@@ -266,20 +284,25 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     _spread("STDDEV_SAMP", Result.STDDEV_SAMP),
     _spread("VARIANCE_POP", Result.VAR_POP, "VAR_POP"),
     _spread("VARIANCE", Result.VAR_SAMP, "VAR_SAMP"),
+    # DISTINCT: the first value is the first value's first arrival. Flink's LAST_VALUE(DISTINCT) is
+    # the value whose first arrival is the latest (of 1, 2, 1: 2), which the latest arrival alone
+    # cannot tell.
     AggregateFunction("FIRST_VALUE", {None: ((FIRST_ARRIVED, FIRST_BY_ARRIVAL),)}, Result.FIRST,
-                      takes_distinct=False),
-    AggregateFunction("LAST_VALUE", {None: ((LAST_ARRIVED, LAST_BY_ARRIVAL),)}, Result.LAST, takes_distinct=False),
+                      distinct=Distinct.FIRST_ARRIVALS),
+    AggregateFunction("LAST_VALUE", {None: ((LAST_ARRIVED, LAST_BY_ARRIVAL),)}, Result.LAST,
+                      distinct=Distinct.REFUSED),
     AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.LIST, literals=1,
-                      takes_distinct=False),
-    AggregateFunction("ARRAY_AGG", {None: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.ARRAY, takes_distinct=False,
-                      keeps_nulls=True, null_switch=IGNORE_NULLS),
-    AggregateFunction("COLLECT", {None: ((VALUE_LIST, "collect_list"),)}, Result.MULTISET, takes_distinct=False),
+                      distinct=Distinct.FIRST_ARRIVALS),
+    AggregateFunction("ARRAY_AGG", {None: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.ARRAY,
+                      distinct=Distinct.FIRST_ARRIVALS, keeps_nulls=True, null_switch=IGNORE_NULLS),
+    # DISTINCT: the set of its values, each counted once.
+    AggregateFunction("COLLECT", {None: ((VALUE_LIST, "collect_list"),)}, Result.MULTISET),
     # Times and floating point are left out: Flink and Spark write them in JSON differently (a
     # DOUBLE: 0.000102 against 1.02E-4).
     AggregateFunction("JSON_ARRAYAGG", {f: ((ALL_ARRIVED, ALL_BY_ARRIVAL),) for f in (Family.EXACT, Family.TEXT)},
-                      Result.JSON_ARRAY, takes_distinct=False, null_switch=NULL_ON_NULL),
+                      Result.JSON_ARRAY, distinct=Distinct.REFUSED, null_switch=NULL_ON_NULL),
     AggregateFunction("JSON_OBJECTAGG", {f: ((KEYED_LIST, ALL_BY_KEY),) for f in (Family.EXACT, Family.TEXT)},
-                      Result.JSON_OBJECT, keyed=True, takes_distinct=False, keeps_nulls=True,
+                      Result.JSON_OBJECT, keyed=True, distinct=Distinct.REFUSED, keeps_nulls=True,
                       null_switch=ABSENT_ON_NULL),
 )}
 
@@ -293,10 +316,17 @@ FLINK_AGGREGATES = frozenset({
 })
 
 
+def keeps_set(function: str, distinct: bool) -> bool:
+    """Whether an aggregate keeps the set of its values (a DISTINCT one, but where :class:`Distinct`
+    says otherwise)."""
+    known = AGGREGATES.get(function)
+    return distinct and (known is None or known.distinct is Distinct.SET)
+
+
 def state_of(function: str, family: Family | None, distinct: bool) -> State:
-    """The state an aggregate keeps: the set of its values if DISTINCT, else its table entry's.
-    Raises KeyError for an aggregate the engine does not run over ``family``."""
-    if distinct:
+    """The state an aggregate keeps: the set of its values if it keeps one (:func:`keeps_set`),
+    else its table entry's. Raises KeyError for an aggregate the engine does not run over ``family``."""
+    if keeps_set(function, distinct):
         return ((VALUES, "collect_set"),)
     found = AGGREGATES[function].state_of(family)
     if found is None:

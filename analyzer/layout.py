@@ -42,7 +42,7 @@ from typing import AbstractSet, Any, Mapping
 
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES, FIELDS, TIME_DIGITS, Field, Pool, state_of
+from stategate.analyzer.aggregates import AGGREGATES, FIELDS, TIME_DIGITS, Field, Pool, keeps_set, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Aggregate, JobModel, WindowAggregate
 from stategate.analyzer.reseed import reseedable
@@ -403,7 +403,7 @@ def value_of(aggregate: Aggregate) -> exp.Expr:
 def pool_of(model: JobModel, aggregate: Aggregate) -> Pool:
     """Which pool an aggregate's state lives in: that of the fields it keeps (plain where the type
     of its argument cannot be told)."""
-    if aggregate.distinct:
+    if keeps_set(aggregate.function, aggregate.distinct):
         return Pool.DISTINCT
     found = argument_family(model, aggregate)
     try:
@@ -415,8 +415,8 @@ def pool_of(model: JobModel, aggregate: Aggregate) -> Pool:
 def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     """The slot shape an aggregate needs: its function where its fields are the same over any value
     (``COUNT``, ``FIRST_VALUE``), else its function and the value family of its argument (``SUM:m``,
-    ``AVG:d``, ``MAX:t``, ``MIN:s``; :mod:`analyzer.value_types`). A distinct
-    slot is one set whatever it aggregates, and an argument whose type cannot be told needs every
+    ``AVG:d``, ``MAX:t``, ``MIN:s``; :mod:`analyzer.value_types`). A set of values
+    (:func:`~analyzer.aggregates.keeps_set`) is one whatever it aggregates, and an argument whose type cannot be told needs every
     field: both are :data:`GENERIC`.
 
     A SUM, MIN or MAX of integers keeps a long, and one of other exact numbers whose type is
@@ -429,7 +429,7 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     must not round before the result is cut to the result type. A STDDEV or VARIANCE of exact
     numbers keeps their scale in 38 digits, and its sum of squares twice it: it needs a certain
     scale (:mod:`analyzer.runnable` refuses an argument without one)."""
-    if aggregate.distinct:
+    if keeps_set(aggregate.function, aggregate.distinct):
         return GENERIC
     function = AGGREGATES.get(aggregate.function)
     if function is not None and function.state_of(None) is not None:

@@ -28,7 +28,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES
+from stategate.analyzer.aggregates import AGGREGATES, Distinct
 from stategate.analyzer.dialect import Flink
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, IntervalJoin, JobModel, Pipeline, Resolved, Table,
@@ -182,7 +182,7 @@ def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) ->
             and [k.key for k in window.partition_keys] != plain_keys:
         raise SQLModelError("SESSION PARTITION BY keys must be the GROUP BY keys, in the same order")
     for aggregate in stage.aggregates:
-        _check_aggregate(model, aggregate, window)
+        _check_aggregate(model, aggregate)
         if isinstance(stage.source, WindowAggregate) and AGGREGATES[aggregate.function].result.ordered:
             line, col = position(aggregate.expr)
             raise SQLModelError(f"{aggregate.written} follows the order rows arrive in, and the windows of the "
@@ -194,7 +194,7 @@ def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) ->
                             "(its windows are assembled per micro-batch)")
 
 
-def _check_aggregate(model: JobModel, aggregate: Aggregate, window: Window) -> None:
+def _check_aggregate(model: JobModel, aggregate: Aggregate) -> None:
     """An aggregate the engine runs: in the table, of one argument, over a family it takes."""
     line, col = position(aggregate.expr)
     if aggregate.user_defined:
@@ -214,13 +214,8 @@ def _check_aggregate(model: JobModel, aggregate: Aggregate, window: Window) -> N
                             line=line, col=col)
     if not function.takes(aggregate.modifiers):
         raise SQLModelError(f"{aggregate.written}: {aggregate.modifiers.strip()} is not supported", line=line, col=col)
-    if aggregate.distinct and not function.takes_distinct:
-        why = ", which follows the order rows arrive in" if function.result.ordered else ""
-        raise SQLModelError(f"{aggregate.written}: DISTINCT is not supported for {function.spelled}{why}",
-                            line=line, col=col)
-    if aggregate.distinct and isinstance(window.shape, Session):
-        raise SQLModelError(f"{aggregate.written}: DISTINCT aggregates over SESSION windows are not supported",
-                            line=line, col=col)
+    if aggregate.distinct and function.distinct is Distinct.REFUSED:
+        raise SQLModelError(f"{aggregate.written}: DISTINCT is not supported for {function.spelled}", line=line, col=col)
     found = argument_family(model, aggregate)
     if found is not None and function.state_of(found) is None:
         raise SQLModelError(f"{aggregate.written}: {function.spelled} over {found.described} is not supported",

@@ -41,8 +41,9 @@ WINDOWS = {
 #: depends on the order rows and slices arrive in, and the cast to the result's type (an INT, a
 #: DECIMAL(38, 6)) can turn that into one unit of the result's last digit. Flink 2.3 computes STDDEV
 #: and VARIANCE with Welford's algorithm: over one HOP window whose exact VAR_SAMP of INTs is 582,
-#: it says 581. ``ordered`` follows arrival order: LISTAGG over DOUBLE text is left out, as Flink
-#: and Spark write a DOUBLE as text differently.
+#: it says 581. ``sets``: exact, a list held to the same values in any order. ``ordered`` follows
+#: arrival order: LISTAGG over DOUBLE text is left out, as Flink and Spark write a DOUBLE as text
+#: differently.
 FAMILIES = {
     # (Flink 2.3 itself refuses SUM(DISTINCT) over HOP windows: "This function does not support
     # retraction".)
@@ -74,15 +75,26 @@ FAMILIES = {
     "overflow": (("SUM({c} + 2000000000)", "SUM({c} + 2000000000) FILTER (WHERE qty > 40)",
                   "SUM(DISTINCT {c} + 2000000000)", "SUM(CAST({c} AS SMALLINT) + CAST(32000 AS SMALLINT))",
                   "SUM(CAST({c} AS TINYINT))"), "exact", ("qty",)),
+    # DISTINCT, over every window kind Flink runs it on. Flink orders a DISTINCT list by its own
+    # hash table, stategate by each value's first arrival (analyzer.aggregates.Distinct): the
+    # family's lists are held to the same values (``sets``).
+    "distinct": (("COUNT(DISTINCT {c})", "AVG(DISTINCT {c})", "MIN(DISTINCT {c}) FILTER (WHERE qty > 40)",
+                  "LISTAGG(DISTINCT CAST({c} AS STRING))", "LISTAGG(DISTINCT CAST({c} AS STRING), ';') FILTER (WHERE qty > 40)",
+                  "COLLECT(DISTINCT {c})", "COLLECT(DISTINCT {c}) FILTER (WHERE qty > 40)", "FIRST_VALUE(DISTINCT {c})"),
+                 "sets", ("price", "qty")),
+    "distinct_arrays": (("ARRAY_AGG(DISTINCT {c})", "ARRAY_AGG(DISTINCT {c} IGNORE NULLS)",
+                         "ARRAY_AGG(DISTINCT {c}) FILTER (WHERE qty > 40)"), "sets", ("price", "qty")),
 }
 #: Families whose results are arrays: Flink's ``collect()`` cannot carry an array with a NULL element
 #: to Python ("Ran out of input"), so Flink's side casts each to text ("[1.50, NULL, 2.50]") and the
 #: test writes stategate's arrays as Flink casts them.
-AS_TEXT = ("arrays",)
+AS_TEXT = ("arrays", "distinct_arrays")
 #: Calls Flink 2.3 runs over TUMBLE windows only: their functions have no merge, which slices
 #: and sessions need ("Could not find an implementation method 'merge'"), or, SUM(DISTINCT), no
 #: retraction. stategate runs them over every window kind.
 TUMBLE_ONLY = ("FIRST_VALUE", "LAST_VALUE", "JSON_ARRAYAGG", "SUM(DISTINCT")
+#: Calls Flink 2.3 refuses over HOP windows alone ("This function does not support retraction").
+NOT_HOP = ("LISTAGG(DISTINCT",)
 
 
 def bids(seed: int, count: int, span_s: int = 7200) -> list[str]:
@@ -102,15 +114,14 @@ def bids(seed: int, count: int, span_s: int = 7200) -> list[str]:
 
 
 def queries(family: str, as_text: bool = False) -> dict[str, str]:
-    """Each window kind's query: every call of the family over every aggregated column (DISTINCT
-    ones but over SESSION windows, which stategate refuses them over); ``as_text``: each call cast
-    to STRING (:data:`AS_TEXT`)."""
+    """Each window kind's query: every call of the family over every aggregated column that Flink
+    runs over the kind; ``as_text``: each call cast to STRING (:data:`AS_TEXT`)."""
     found = {}
     calls_of, _, columns = FAMILIES[family]
     for kind, window in WINDOWS.items():
         calls = list(dict.fromkeys(call.format(c=c) for c in columns for call in calls_of
-                                   if (kind != "session" or "DISTINCT" not in call)
-                                   and (kind == "tumble" or not call.startswith(TUMBLE_ONLY))))
+                                   if (kind == "tumble" or not call.startswith(TUMBLE_ONLY))
+                                   and (kind != "hop" or not call.startswith(NOT_HOP))))
         if not calls:
             continue
         select = ",\n  ".join((f"CAST({call} AS STRING)" if as_text else call) + f" AS a{i}"

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES, state_of
+from stategate.analyzer.aggregates import AGGREGATES, keeps_set, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import JobLayout, StageLayout, value_of
 from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, OrderKey, Output,
@@ -262,7 +262,8 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
     shape = layout.pool(pool).shapes[index]
     family = shape.kept_family(state.family_of(data_type, agg.function))
     expected = shape.family  # COUNT and generic slots take any family
-    if not agg.distinct and (state_of(agg.function, family, False)[0][0].pool is not pool
+    as_set = keeps_set(agg.function, agg.distinct)  # a set of values takes any family, as text
+    if not as_set and (state_of(agg.function, family, False)[0][0].pool is not pool
                              or expected not in (None, family)):
         # The analyzer placed the aggregate from the declared types; Spark's type disagrees.
         told = f"the declared columns make it {expected.described}" if expected else \
@@ -270,13 +271,13 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but {told}; "
                             f"write CAST(... AS {'STRING' if family is Family.TEXT else 'a numeric or time type'}) "
                             "around it")
-    if isinstance(data_type, T.DecimalType) and not agg.distinct and data_type.scale > shape.kept_scale \
+    if isinstance(data_type, T.DecimalType) and not as_set and data_type.scale > shape.kept_scale \
             and any(f.sql_type == "decimal" for f, _ in state_of(agg.function, family, False)):
         # Kept at the slot's scale, the values would be rounded.
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but its state "
                             f"keeps {shape.kept_scale} decimal places; write CAST(... AS DECIMAL(p, "
                             f"{shape.kept_scale})) around it")
-    if family is Family.EXACT and shape.precision is not None and not agg.distinct \
+    if family is Family.EXACT and shape.precision is not None and not as_set \
             and state.digits_of(data_type) > shape.precision:
         # Taken in fewer digits than Spark gives the argument, a value would overflow.
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but its state "

@@ -125,7 +125,8 @@ class Slot:
         return AGGREGATES[self.function].result
 
     @property
-    def distinct(self) -> bool:
+    def keeps_set(self) -> bool:
+        """Whether its state is the set of its values (``analyzer.aggregates.keeps_set``)."""
         return self.pool is Pool.DISTINCT
 
 
@@ -328,7 +329,7 @@ class _Field:
 def slot_fields(slot: Slot) -> list[tuple[str, str]]:
     """``(buffer field, aggregate function)`` of each field an aggregate updates and reads."""
     return [(f"{field.stem}{slot.index}", function)
-            for field, function in state_of(slot.function, slot.family, slot.distinct)]
+            for field, function in state_of(slot.function, slot.family, slot.keeps_set)]
 
 
 def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_Field]:
@@ -485,7 +486,7 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
         return _multiset(slot)
     if result is Result.JSON_OBJECT:
         return _json_object(slot)
-    if slot.distinct:
+    if slot.keeps_set:
         values = F.transform(F.col(f"dv{slot.index}"), lambda x: x.cast(_value_type(slot)))
         if result is Result.COUNT:
             return F.size(F.col(f"dv{slot.index}")).cast("long")
@@ -512,11 +513,14 @@ def _arrived(slot: Slot, assembled: bool) -> Column:
     """FIRST_VALUE and LAST_VALUE: the value kept with the earliest or latest arrival, in its own
     type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given);
     ARRAY_AGG: the values in arrival order, in their own type; JSON_ARRAYAGG: those as a JSON array.
-    NULL where there is none (JSON_ARRAYAGG: ``[]``), as Flink gives them."""
+    NULL where there is none (JSON_ARRAYAGG: ``[]``), as Flink gives them. With DISTINCT, each value
+    once, where it first arrived (``analyzer.aggregates.Distinct``)."""
     kept = F.col(fields_of(slot)[0])
     if slot.result in (Result.FIRST, Result.LAST):
         return kept["v"].cast(slot.input_type)
     values = kept if assembled else in_arrival_order(kept)
+    if slot.aggregate.distinct:
+        values = F.array_distinct(values)
     if slot.result is Result.ARRAY:
         return F.when(F.size(values) > 0, F.transform(values, lambda v: v.cast(slot.input_type)))
     if slot.result is Result.JSON_ARRAY:  # NULLs absent (Flink's ABSENT ON NULL), [] where none
@@ -580,7 +584,7 @@ def _once(value: Column, body: Callable[[Column], Column]) -> Column:
 def _spread_state(slot: Slot) -> tuple[Column, Column, Column]:
     """The count, sum and sum of squares of a STDDEV's or VARIANCE's values: its slot's fields, or
     for DISTINCT, of its set of values."""
-    if not slot.distinct:
+    if not slot.keeps_set:
         count, total, squares = fields_of(slot)
         return F.col(count), F.col(total), F.col(squares)
     value_type: T.DataType = T.DoubleType()

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -39,6 +40,8 @@ def queries(fixture: dict[str, Any], kinds: tuple[str, ...] = ()) -> tuple[str, 
 def same(ours: object, flink: object, compare: str) -> bool:
     if isinstance(flink, float) and isinstance(ours, float):  # summed in another order
         return (math.isnan(flink) and math.isnan(ours)) or math.isclose(ours, flink, rel_tol=1e-9)
+    if compare == "sets" and isinstance(ours, str) and isinstance(flink, str):
+        return elements(ours) == elements(flink)
     if compare == "exact" or ours is None or flink is None or type(ours) is not type(flink):
         return ours == flink
     if isinstance(flink, int):
@@ -47,6 +50,12 @@ def same(ours: object, flink: object, compare: str) -> bool:
     mine, theirs = Decimal(str(ours)), Decimal(str(flink))
     exponent = int(theirs.as_tuple().exponent)
     return int(mine.as_tuple().exponent) == exponent and abs(mine - theirs) <= Decimal(1).scaleb(exponent)
+
+
+def elements(listed: str) -> list[str]:
+    """The values of a list as text (``[1, NULL]``, ``1,2``, ``a;b``, a MULTISET's ``{1=1}``), in
+    order: the fixtures' values hold no separator."""
+    return sorted(re.split(r"[,;] ?", listed.strip("[]{}")))
 
 
 def text(value: object) -> object:

@@ -65,3 +65,35 @@ def test_arrival_order_survives_micro_batches_a_restart_and_every_format(spark, 
         for pipeline in pipelines:
             rows[pipeline] += found[pipeline]
     assert_equals_flink(fixture, rows, kinds, pipelines)
+
+
+#: A supplier's bids in the order they arrive (event times out of order): quantities 2, 3, NULL, 3, 5, 2.
+DISTINCT_BIDS = ["2020-04-15 08:00:05.000,1.00,2,,s1", "2020-04-15 08:00:01.000,1.00,3,,s1",
+                 "2020-04-15 08:00:04.000,1.00,,,s1", "2020-04-15 08:00:03.000,1.00,3,,s1",
+                 "2020-04-15 08:00:02.000,1.00,5,,s1", "2020-04-15 08:00:06.000,1.00,2,,s1"]
+DISTINCT_WINDOWS = {
+    "tumble": "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)",
+    "hop": "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)",
+    "cumulate": "CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)",
+    "session": "SESSION(TABLE Bid PARTITION BY supplier_id, DESCRIPTOR(bidtime), INTERVAL '3' MINUTES)",
+}
+
+
+@pytest.mark.parametrize("kind", DISTINCT_WINDOWS)
+def test_a_distinct_list_takes_each_value_where_it_first_arrived(spark, tmp_path, kind: str) -> None:
+    """LISTAGG(DISTINCT), ARRAY_AGG(DISTINCT) and FIRST_VALUE(DISTINCT): each value once, in the
+    order of its first arrival (a NULL is a value of ARRAY_AGG's), on every window kind. Flink 2.3
+    gives the same values, over TUMBLE, HOP and CUMULATE windows in the order of its hash table
+    (``tests/data/flink/distinct.json`` holds it to them); this holds the order stategate defines."""
+    fixture = recorded("distinct")
+    source = tmp_path / "bids"
+    source.mkdir()
+    (source / "0-bids.csv").write_text("\n".join([*DISTINCT_BIDS, fixture["input"][-1]]) + "\n")
+    sql = ddl(fixture, source) + (
+        "SELECT supplier_id, window_end, LISTAGG(DISTINCT CAST(qty AS STRING)) AS listed, "
+        "ARRAY_AGG(DISTINCT qty) AS arrayed, ARRAY_AGG(DISTINCT qty IGNORE NULLS) AS present, "
+        "FIRST_VALUE(DISTINCT qty) AS first\n"
+        f"FROM TABLE({DISTINCT_WINDOWS[kind]}) GROUP BY supplier_id, window_start, window_end")
+    rows, _ = collect_pipelines(spark, sql, tmp_path / "checkpoint", ["select#1"])
+    found = [list(row[2:]) for row in rows["select#1"] if row[0] == "s1"]
+    assert found and all(values == ["2,3,5", [2, 3, None, 5], [2, 3, 5], 2] for values in found), found

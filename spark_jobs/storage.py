@@ -13,6 +13,7 @@ import os
 import re
 import shutil
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,11 @@ from pyspark.sql import SparkSession
 
 @dataclass
 class HadoopStorage:
-    """A thin, typed door onto ``org.apache.hadoop.fs.FileSystem`` for one Spark session."""
+    """A thin, typed door onto ``org.apache.hadoop.fs.FileSystem`` for one Spark session.
+
+    Every call crosses to the JVM, and a micro-batch's writer makes dozens: the classes and the
+    configuration are looked up once per instance, since naming a JVM class costs a round trip per
+    package (``jvm.org.apache.hadoop.fs.Path``: 0.9 ms, against 0.07 ms for the class kept)."""
 
     spark: SparkSession
 
@@ -37,9 +42,17 @@ class HadoopStorage:
     def _jvm(self) -> Any:
         return self._gateway.jvm
 
+    @cached_property
+    def _path_class(self) -> Any:
+        return self._jvm.org.apache.hadoop.fs.Path
+
+    @cached_property
+    def _conf(self) -> Any:
+        return self.spark.sparkContext._jsc.hadoopConfiguration()
+
     def _resolve(self, uri: str):
-        path = self._jvm.org.apache.hadoop.fs.Path(uri)
-        return path.getFileSystem(self.spark.sparkContext._jsc.hadoopConfiguration()), path
+        path = self._path_class(uri)
+        return path.getFileSystem(self._conf), path
 
     def exists(self, uri: str) -> bool:
         fs, path = self._resolve(uri)
@@ -77,7 +90,6 @@ class HadoopStorage:
         about 40 ms a call, 170 ms of every micro-batch of the TUMBLE benchmark job."""
         from py4j.protocol import Py4JJavaError
 
-        context = self.spark.sparkContext
         jvm = self._jvm
         fs, src = self._resolve(source)
         _, dst = self._resolve(target)
@@ -86,8 +98,7 @@ class HadoopStorage:
         options = self._gateway.new_array(jvm.org.apache.hadoop.fs.Options.Rename, 1)
         options[0] = jvm.org.apache.hadoop.fs.Options.Rename.OVERWRITE
         try:
-            jvm.org.apache.hadoop.fs.FileContext.getFileContext(dst.toUri(), context._jsc.hadoopConfiguration()) \
-                .rename(src, dst, options)
+            jvm.org.apache.hadoop.fs.FileContext.getFileContext(dst.toUri(), self._conf).rename(src, dst, options)
             return
         except Py4JJavaError:
             pass  # no FileContext binding for this store (many object stores): delete, then rename

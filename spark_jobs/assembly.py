@@ -74,7 +74,7 @@ class WindowAssembler:
         low, high = self._watermark(storage, batch_id - 1), self._watermark(storage, batch_id)
         log = SliceLog(storage, self.location, self.slices)
         plan = self._plan
-        added = slices.select(*self.keys, GROUPING_SET, "w", *plan.pooled)
+        added = slices.select(*plan.group, plan.slice, *plan.pooled)
         # A field an entry lacks (an aggregate added at a restart takes a slot no retained slice
         # has values in) reads as null, as its slot's state does.
         entries = log.read_by(batch_id)
@@ -96,7 +96,8 @@ class WindowAssembler:
     def shaped(self, slices: DataFrame) -> DataFrame:
         """Slices with the columns of the windows they are assembled into (the pool's): what a
         batch's plan is analysed over before any batch runs."""
-        return slices.select(*self.keys, GROUPING_SET, "w", *self._plan.pooled)
+        plan = self._plan
+        return slices.select(*plan.group, plan.slice, *plan.pooled)
 
     def needed(self, storage: HadoopStorage, entries: list[tuple[int, bool]], low: int | None) -> list[tuple[int, bool]]:
         """The ``entries`` that can hold a slice of a window ending after ``low``: the others are not
@@ -126,21 +127,24 @@ class WindowAssembler:
 
     @cached_property
     def _plan(self) -> _AssemblyPlan:
-        """The batch-independent columns, built once: each column is a round trip to the JVM. On the
-        HOP 60 / 1 benchmark job, the Python that plans a batch's windows took 85 ms a batch with the
-        columns rebuilt every batch, 56 ms with them built once (1.02 s and 0.67 s of its 26 s)."""
+        """The batch-independent columns, built once: each column is a round trip to the JVM (a
+        column named by a string too, about 1 ms). On the HOP 60 / 1 benchmark job, the Python that
+        plans a batch's windows took 85 ms a batch with the columns rebuilt every batch, 56 ms with
+        them built once (1.02 s and 0.67 s of its 26 s)."""
         start, end = F.unix_micros(F.col("w.start")), F.unix_micros(F.col("w.end"))
         last_end = self.slicer.last_end(start)
         first = F.greatest(self.slicer.first_end(end), F.col(_LOW))
         last = F.least(last_end, F.col(_HIGH))
-        ends = F.explode(F.sequence(first, last, F.lit(self.slicer.step_us))).alias("_end")
+        end = F.col(_END)
+        ends = F.explode(F.sequence(first, last, F.lit(self.slicer.step_us))).alias(_END)
         values = [state.ROWS, *(f for slot in self.slots for f in state.fields_of(slot))]
         pooled = [F.col(state.ROWS), *(c for slot in self.slots for c in state.pooled(slot))]
-        window = F.struct(F.timestamp_micros(self.slicer.start_of(F.col("_end"))).alias("start"),
-                          F.timestamp_micros(F.col("_end")).alias("end"))
+        window = F.struct(F.timestamp_micros(self.slicer.start_of(end)).alias("start"),
+                          F.timestamp_micros(end).alias("end"))
         order = (-start if self.slicer.kind.latest_first else start).alias(_SLICE)
-        return _AssemblyPlan(values, pooled, last_end, first <= last, ends, order,
-                             state.combine(self.slots, F.col(_SLICE)), window.alias("w"))
+        group = [F.col(name) for name in (*self.keys, GROUPING_SET)]
+        return _AssemblyPlan(group, F.col("w"), [F.col(name) for name in values], pooled, last_end, first <= last,
+                             ends, end, order, state.combine(self.slots, F.col(_SLICE)), window.alias("w"))
 
     def _windows(self, pool: DataFrame, low: int | None, high: int | None) -> DataFrame:
         if high is None:
@@ -153,19 +157,21 @@ class WindowAssembler:
         # Each slice that counts in a window the batch closes moves once, to the partition of its
         # group, and meets its windows there: the aggregation then needs no shuffle of its own,
         # which moved each slice once per window (ten times over for HOP 10 min / 1 min).
-        meeting = bounds.where(plan.meets).repartition(*self.keys, GROUPING_SET)
-        pairs = meeting.select(*self.keys, GROUPING_SET, *plan.values, plan.slice_order, plan.ends)
-        return pairs.groupBy(*self.keys, GROUPING_SET, "_end").agg(*plan.combined).select(*self.keys, GROUPING_SET, plan.window,
-                                                                                  *plan.values)
+        meeting = bounds.where(plan.meets).repartition(*plan.group)
+        pairs = meeting.select(*plan.group, *plan.values, plan.slice_order, plan.ends)
+        return pairs.groupBy(*plan.group, plan.end).agg(*plan.combined).select(*plan.group, plan.window, *plan.values)
 
 
 @dataclass(frozen=True)
 class _AssemblyPlan:
-    values: list[str]  # what a retained slice keeps beside its keys and slice: the fields the query reads
+    group: list[Column]  # the keys and the grouping set
+    slice: Column  # a slice's bounds
+    values: list[Column]  # what a retained slice keeps beside its keys and slice: the fields the query reads
     pooled: list[Column]  # those fields of a slice of stage 1 as the pool keeps them (state.pooled)
     last_end: Column  # of a slice: the last window end that holds it (microseconds)
     meets: Column  # of a slice: whether a window that holds it closes in the batch
     ends: Column  # of a slice that meets one: the ends of the windows that hold it and that the batch closes
+    end: Column  # of a slice with one of those ends: that end
     slice_order: Column  # of a slice: where it stands among a window's slices as Flink merges them
     combined: list[Column]  # the aggregation of a window's slices
     window: Column  # an assembled window's bounds, from its end
@@ -173,6 +179,8 @@ class _AssemblyPlan:
 
 #: Per batch, the first and the last window end it closes (microseconds), as columns of the pool.
 _LOW, _HIGH = "_low", "_high"
+#: Of a slice meeting its windows: the end of one of them (microseconds).
+_END = "_end"
 #: Of a slice meeting its windows: its place in their merge order (``_AssemblyPlan.slice_order``).
 _SLICE = "_slice"
 #: In the pool: whether a slice is the batch's own (or retained from an earlier one).

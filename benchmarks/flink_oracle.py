@@ -82,6 +82,17 @@ FAMILIES = {
                   "LISTAGG(DISTINCT CAST({c} AS STRING))", "LISTAGG(DISTINCT CAST({c} AS STRING), ';') FILTER (WHERE qty > 40)",
                   "COLLECT(DISTINCT {c})", "COLLECT(DISTINCT {c}) FILTER (WHERE qty > 40)", "FIRST_VALUE(DISTINCT {c})"),
                  "sets", ("price", "qty")),
+    # Result types and NULLs over the other types a column can have: integers of every width, a
+    # time, a date, a BOOLEAN, a FLOAT, text and DECIMALs of other scales.
+    "types": (("SUM(CAST(qty AS BIGINT))", "AVG(CAST(qty AS BIGINT))", "AVG(CAST(qty AS TINYINT))",
+               "MIN(CAST(qty AS SMALLINT))", "MAX(CAST(qty AS BIGINT)) FILTER (WHERE qty > 40)",
+               "MIN(bidtime)", "MAX(bidtime) FILTER (WHERE qty > 40)", "MAX(CAST(bidtime AS DATE))",
+               "MAX(qty > 40)", "MIN(qty > 40)", "MIN(supplier_id)", "MAX(supplier_id) FILTER (WHERE qty > 40)",
+               "MIN(CAST(score AS FLOAT))", "MAX(CAST(score AS FLOAT))", "AVG(CAST(price AS DECIMAL(12, 4)))",
+               "SUM(CAST(price AS DECIMAL(5, 1)))", "AVG(score)", "COUNT(DISTINCT supplier_id)",
+               "FIRST_VALUE(bidtime)", "LAST_VALUE(supplier_id)", "FIRST_VALUE(CAST(score AS FLOAT))",
+               "LISTAGG(supplier_id, '')", "COLLECT(supplier_id)", "COLLECT(CAST(qty AS BIGINT))"),
+              "exact", ("qty",)),
     "distinct_arrays": (("ARRAY_AGG(DISTINCT {c})", "ARRAY_AGG(DISTINCT {c} IGNORE NULLS)",
                          "ARRAY_AGG(DISTINCT {c}) FILTER (WHERE qty > 40)"), "sets", ("price", "qty")),
 }

@@ -93,6 +93,12 @@ FAMILIES = {
                "FIRST_VALUE(bidtime)", "LAST_VALUE(supplier_id)", "FIRST_VALUE(CAST(score AS FLOAT))",
                "LISTAGG(supplier_id, '')", "COLLECT(supplier_id)", "COLLECT(CAST(qty AS BIGINT))"),
               "exact", ("qty",)),
+    # What a window without a value gives: every aggregate over no row (a FILTER that never holds).
+    "empty": (tuple(f"{call} FILTER (WHERE qty > 1000)" for call in (
+        "COUNT(*)", "COUNT({c})", "SUM({c})", "AVG({c})", "MIN({c})", "MAX({c})", "STDDEV_POP({c})", "VAR_SAMP({c})",
+        "COUNT(DISTINCT {c})", "SUM(DISTINCT {c})", "FIRST_VALUE({c})", "LAST_VALUE({c})",
+        "LISTAGG(CAST({c} AS STRING))", "LISTAGG(DISTINCT CAST({c} AS STRING))", "ARRAY_AGG({c})",
+        "ARRAY_AGG(DISTINCT {c})", "COLLECT({c})", "COLLECT(DISTINCT {c})")), "exact", ("price", "score")),
     "distinct_arrays": (("ARRAY_AGG(DISTINCT {c})", "ARRAY_AGG(DISTINCT {c} IGNORE NULLS)",
                          "ARRAY_AGG(DISTINCT {c}) FILTER (WHERE qty > 40)"), "sets", ("price", "qty")),
 }

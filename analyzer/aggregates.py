@@ -284,9 +284,9 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     _spread("STDDEV_SAMP", Result.STDDEV_SAMP),
     _spread("VARIANCE_POP", Result.VAR_POP, "VAR_POP"),
     _spread("VARIANCE", Result.VAR_SAMP, "VAR_SAMP"),
-    # DISTINCT: the first value is the first value's first arrival. Flink's LAST_VALUE(DISTINCT) is
-    # the value whose first arrival is the latest (of 1, 2, 1: 2), which the latest arrival alone
-    # cannot tell.
+    # DISTINCT: the value that arrived first is also the first distinct one. Flink's
+    # LAST_VALUE(DISTINCT) is the value whose first arrival is the latest (of 1, 2, 1: 2), which the
+    # latest arrival alone cannot tell.
     AggregateFunction("FIRST_VALUE", {None: ((FIRST_ARRIVED, FIRST_BY_ARRIVAL),)}, Result.FIRST,
                       distinct=Distinct.FIRST_ARRIVALS),
     AggregateFunction("LAST_VALUE", {None: ((LAST_ARRIVED, LAST_BY_ARRIVAL),)}, Result.LAST,

@@ -416,8 +416,8 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     """The slot shape an aggregate needs: its function where its fields are the same over any value
     (``COUNT``, ``FIRST_VALUE``), else its function and the value family of its argument (``SUM:m``,
     ``AVG:d``, ``MAX:t``, ``MIN:s``; :mod:`analyzer.value_types`). A set of values
-    (:func:`~analyzer.aggregates.keeps_set`) is one whatever it aggregates, and an argument whose type cannot be told needs every
-    field: both are :data:`GENERIC`.
+    (:func:`~analyzer.aggregates.keeps_set`) is one whatever it aggregates, and an argument whose
+    type cannot be told needs every field: both are :data:`GENERIC`.
 
     A SUM, MIN or MAX of integers keeps a long, and one of other exact numbers whose type is
     certain keeps their own type (``SUM:m2p10``, ``MAX:m2p10``: a DECIMAL(10, 2), which Spark's sum

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from benchmarks.flink_oracle import WINDOWS
 from tests.spark_jobs.flink_fixtures import assert_equals_flink, ddl, queries, recorded
 from tests.spark_jobs.helpers import collect_pipelines
 
@@ -71,12 +72,6 @@ def test_arrival_order_survives_micro_batches_a_restart_and_every_format(spark, 
 DISTINCT_BIDS = ["2020-04-15 08:00:05.000,1.00,2,,s1", "2020-04-15 08:00:01.000,1.00,3,,s1",
                  "2020-04-15 08:00:04.000,1.00,,,s1", "2020-04-15 08:00:03.000,1.00,3,,s1",
                  "2020-04-15 08:00:02.000,1.00,5,,s1", "2020-04-15 08:00:06.000,1.00,2,,s1"]
-DISTINCT_WINDOWS = {
-    "tumble": "TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)",
-    "hop": "HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)",
-    "cumulate": "CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES, INTERVAL '10' MINUTES)",
-    "session": "SESSION(TABLE Bid PARTITION BY supplier_id, DESCRIPTOR(bidtime), INTERVAL '3' MINUTES)",
-}
 
 
 def test_a_distinct_list_takes_each_value_where_it_first_arrived(spark, tmp_path) -> None:
@@ -92,9 +87,9 @@ def test_a_distinct_list_takes_each_value_where_it_first_arrived(spark, tmp_path
         "SELECT supplier_id, window_end, LISTAGG(DISTINCT CAST(qty AS STRING)) AS listed, "
         "ARRAY_AGG(DISTINCT qty) AS arrayed, ARRAY_AGG(DISTINCT qty IGNORE NULLS) AS present, "
         "FIRST_VALUE(DISTINCT qty) AS first\n"
-        f"FROM TABLE({window}) GROUP BY supplier_id, window_start, window_end;\n" for window in DISTINCT_WINDOWS.values())
-    pipelines = [f"select#{i}" for i in range(1, len(DISTINCT_WINDOWS) + 1)]
+        f"FROM TABLE({window}) GROUP BY supplier_id, window_start, window_end;\n" for window in WINDOWS.values())
+    pipelines = [f"select#{i}" for i in range(1, len(WINDOWS) + 1)]
     rows, _ = collect_pipelines(spark, sql, tmp_path / "checkpoint", pipelines)
-    for kind, pipeline in zip(DISTINCT_WINDOWS, pipelines):
+    for kind, pipeline in zip(WINDOWS, pipelines):
         found = [list(row[2:]) for row in rows[pipeline] if row[0] == "s1"]
         assert found and all(values == ["2,3,5", [2, 3, None, 5], [2, 3, 5], 2] for values in found), (kind, found)

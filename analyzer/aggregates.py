@@ -5,8 +5,8 @@ its merge together, each entry here says, per value family of the argument, whic
 the aggregate holds and the aggregate function that fills each from input rows; :data:`MERGE` says
 how two partial states of a field become one (the slices of a HOP or CUMULATE window, sessions
 that merge), and :class:`Result` how the aggregate's result comes from its state. A DISTINCT
-aggregate keeps the set of its values, or, for the lists that follow arrival order, its own state,
-of which its result takes each value once (:class:`Distinct`).
+aggregate keeps the set of its values, or, for those that follow arrival order, every value with its
+arrival, of which its result takes each value once (:class:`Distinct`).
 
 FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG and JSON_ARRAYAGG follow the order rows arrive in. A
 Spark stream gives its rows no order, so each row carries where it arrived from (:data:`ARRIVAL`:
@@ -45,9 +45,9 @@ class Distinct(str, Enum):
     """How an aggregate runs with DISTINCT.
 
     ``SET``: over the set of its values, which its state keeps instead of its own fields (a DISTINCT
-    SUM adds the set up when the window is emitted). ``FIRST_ARRIVALS``: its own state (every value
-    with its arrival), each value taken at its first arrival: a list in arrival order needs the
-    arrivals a set loses. (Flink 2.3 runs LISTAGG and ARRAY_AGG with DISTINCT as a second
+    SUM adds the set up when the window is emitted). ``FIRST_ARRIVALS``: over each value at its
+    first arrival, from every value with its arrival (its own state, or its ``distinct_state``): a
+    list in arrival order needs the arrivals a set loses. (Flink 2.3 runs LISTAGG and ARRAY_AGG with DISTINCT as a second
     aggregation over the distinct values, in the order of its hash table: ``LISTAGG(DISTINCT x)``
     of 2, 3, 3 gives ``3,2`` over TUMBLE windows and ``2,3`` over SESSION windows, which it
     aggregates row by row. The same values, in an order it does not define.) ``REFUSED``: Flink
@@ -199,6 +199,9 @@ class AggregateFunction:
         its value the second
     :param literals: how many constant arguments may follow its value (LISTAGG's separator)
     :param distinct: how it runs with DISTINCT
+    :param distinct_state: the state it keeps with DISTINCT where its own cannot give the result
+        (LAST_VALUE's latest arrival cannot tell which value first arrived last: it keeps every
+        value with its arrival, as LISTAGG does)
     :param keeps_nulls: whether a NULL value counts by default (ARRAY_AGG keeps it, as Flink's
         default RESPECT NULLS does; JSON_OBJECTAGG keeps it as a JSON null); others skip NULLs
     :param null_switch: the clause that turns ``keeps_nulls`` the other way (ARRAY_AGG's IGNORE
@@ -219,12 +222,22 @@ class AggregateFunction:
     keyed: bool = False
     literals: int = 0
     distinct: Distinct = Distinct.SET
+    distinct_state: State = ()
     keeps_nulls: bool = False
     null_switch: str = ""
     own_type: bool = False
 
-    def state_of(self, family: Family | None) -> State | None:
-        """The state it keeps over values of ``family``; None where it takes no such argument."""
+    def __post_init__(self) -> None:
+        if self.distinct_state and (None not in self.state or self.distinct is not Distinct.FIRST_ARRIVALS):
+            # A slot's shape tells the DISTINCT state apart by the function alone (analyzer.layout.Shape).
+            raise ValueError(f"{self.name}: a state of its own with DISTINCT needs one state over any value "
+                             "and the first arrivals")
+
+    def state_of(self, family: Family | None, distinct: bool = False) -> State | None:
+        """The state it keeps over values of ``family`` (``distinct``: with DISTINCT, where it keeps
+        no set); None where it takes no such argument."""
+        if distinct and self.distinct_state:
+            return self.distinct_state
         return self.state.get(None) or (self.state.get(family) if family is not None else None)
 
     def takes(self, modifiers: str) -> bool:
@@ -285,12 +298,12 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     _spread("VARIANCE_POP", Result.VAR_POP, "VAR_POP"),
     _spread("VARIANCE", Result.VAR_SAMP, "VAR_SAMP"),
     # DISTINCT: the value that arrived first is also the first distinct one. Flink's
-    # LAST_VALUE(DISTINCT) is the value whose first arrival is the latest (of 1, 2, 1: 2), which the
-    # latest arrival alone cannot tell.
+    # LAST_VALUE(DISTINCT) is the value whose first arrival is the latest (of 9, 3, 5, 9: 5), which
+    # the latest arrival alone cannot tell: it keeps every value with its arrival.
     AggregateFunction("FIRST_VALUE", {None: ((FIRST_ARRIVED, FIRST_BY_ARRIVAL),)}, Result.FIRST,
                       distinct=Distinct.FIRST_ARRIVALS),
     AggregateFunction("LAST_VALUE", {None: ((LAST_ARRIVED, LAST_BY_ARRIVAL),)}, Result.LAST,
-                      distinct=Distinct.REFUSED),
+                      distinct=Distinct.FIRST_ARRIVALS, distinct_state=((ALL_ARRIVED, ALL_BY_ARRIVAL),)),
     AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.LIST, literals=1,
                       distinct=Distinct.FIRST_ARRIVALS),
     AggregateFunction("ARRAY_AGG", {None: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.ARRAY,
@@ -325,10 +338,11 @@ def keeps_set(function: str, distinct: bool) -> bool:
 
 def state_of(function: str, family: Family | None, distinct: bool) -> State:
     """The state an aggregate keeps: the set of its values if it keeps one (:func:`keeps_set`),
-    else its table entry's. Raises KeyError for an aggregate the engine does not run over ``family``."""
+    else its table entry's (with DISTINCT, its ``distinct_state`` where it has one). Raises
+    KeyError for an aggregate the engine does not run over ``family``."""
     if keeps_set(function, distinct):
         return ((VALUES, "collect_set"),)
-    found = AGGREGATES[function].state_of(family)
+    found = AGGREGATES[function].state_of(family, distinct)
     if found is None:
         raise KeyError(f"{function} over {family}")
     return found

@@ -71,19 +71,24 @@ EXACT_SCALE = 18
 class Shape:
     """What a slot's fields were made for: one aggregate function over one value family, its exact
     values kept at ``scale`` in ``precision`` digits; or, generic (no function), every aggregate its
-    pool holds. Recorded as text: ``SUM:m2p10`` (a sum of DECIMAL(10, 2) values), ``SUM:i`` (of
-    integers), ``MAX:t0p18``, ``AVG:d``, ``COUNT``, ``*``. A shape recorded without a precision
-    (``SUM:m2``, before state rows were kept at Spark's width) takes values in 38 digits."""
+    pool holds. ``distinct``: the DISTINCT form of an aggregate that keeps another state with it
+    (``AggregateFunction.distinct_state``). Recorded as text: ``SUM:m2p10`` (a sum of DECIMAL(10, 2)
+    values), ``SUM:i`` (of integers), ``MAX:t0p18``, ``AVG:d``, ``COUNT``, ``LAST_VALUE DISTINCT``,
+    ``*``. A shape recorded without a precision (``SUM:m2``, before state rows were kept at Spark's
+    width) takes values in 38 digits."""
 
     function: str | None = None
     family: Family | None = None
     scale: int | None = None
     precision: int | None = None
+    distinct: bool = False
 
     @classmethod
     def parse(cls, text: str) -> Shape:
         if text == _GENERIC:
             return GENERIC
+        if text.endswith(_DISTINCT):
+            return cls(text.removesuffix(_DISTINCT), distinct=True)
         function, _, rest = text.partition(":")
         if not rest:
             return cls(function)
@@ -94,7 +99,7 @@ class Shape:
         if self.function is None:
             return _GENERIC
         if self.family is None:
-            return self.function
+            return self.function + (_DISTINCT if self.distinct else "")
         scale = "" if self.scale is None else self.scale
         precision = "" if self.precision is None else f"p{self.precision}"
         return f"{self.function}:{self.family.value}{scale}{precision}"
@@ -138,7 +143,7 @@ class Shape:
         aggregate keeps, or every field of the pool for a generic slot."""
         if self.function is None:
             return tuple(f for f in FIELDS if f.pool is pool and f.generic)
-        kept = {f for f, _ in state_of(self.function, self.family, False)}
+        kept = {f for f, _ in state_of(self.function, self.family, self.distinct)}
         return tuple(f for f in FIELDS if f in kept)
 
     def fits_generic(self, pool: Pool) -> bool:
@@ -149,6 +154,7 @@ class Shape:
 
 
 _GENERIC = "*"
+_DISTINCT = " DISTINCT"
 #: The aggregates only a slot of their own shape holds: fields of theirs no generic slot has.
 #: (An integer's field is not generic, but a generic slot keeps integers as exact numbers.)
 _SHAPED_ONLY = tuple(a.spelled for a in AGGREGATES.values()
@@ -407,15 +413,16 @@ def pool_of(model: JobModel, aggregate: Aggregate) -> Pool:
         return Pool.DISTINCT
     found = argument_family(model, aggregate)
     try:
-        return state_of(aggregate.function, found, False)[0][0].pool
+        return state_of(aggregate.function, found, aggregate.distinct)[0][0].pool
     except KeyError:
         return Pool.PLAIN
 
 
 def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     """The slot shape an aggregate needs: its function where its fields are the same over any value
-    (``COUNT``, ``FIRST_VALUE``), else its function and the value family of its argument (``SUM:m``,
-    ``AVG:d``, ``MAX:t``, ``MIN:s``; :mod:`analyzer.value_types`). A set of values
+    (``COUNT``, ``FIRST_VALUE``, ``LAST_VALUE DISTINCT``: every value with its arrival), else its
+    function and the value family of its argument (``SUM:m``, ``AVG:d``, ``MAX:t``, ``MIN:s``;
+    :mod:`analyzer.value_types`). A set of values
     (:func:`~analyzer.aggregates.keeps_set`) is one whatever it aggregates, and an argument whose
     type cannot be told needs every field: both are :data:`GENERIC`.
 
@@ -433,7 +440,7 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
         return GENERIC
     function = AGGREGATES.get(aggregate.function)
     if function is not None and function.state_of(None) is not None:
-        return Shape(aggregate.function)  # COUNT, FIRST_VALUE: the same fields over any value
+        return Shape(aggregate.function, distinct=aggregate.distinct and bool(function.distinct_state))
     found = argument_family(model, aggregate)
     if found is None:
         return GENERIC

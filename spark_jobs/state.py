@@ -329,7 +329,7 @@ class _Field:
 def slot_fields(slot: Slot) -> list[tuple[str, str]]:
     """``(buffer field, aggregate function)`` of each field an aggregate updates and reads."""
     return [(f"{field.stem}{slot.index}", function)
-            for field, function in state_of(slot.function, slot.family, slot.keeps_set)]
+            for field, function in state_of(slot.function, slot.family, slot.aggregate.distinct)]
 
 
 def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_Field]:
@@ -514,13 +514,17 @@ def _arrived(slot: Slot, assembled: bool) -> Column:
     type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given);
     ARRAY_AGG: the values in arrival order, in their own type; JSON_ARRAYAGG: those as a JSON array.
     NULL where there is none (JSON_ARRAYAGG: ``[]``), as Flink gives them. With DISTINCT, each value
-    once, where it first arrived (``analyzer.aggregates.Distinct``)."""
-    kept = F.col(fields_of(slot)[0])
-    if slot.result in (Result.FIRST, Result.LAST):
+    once, where it first arrived (``analyzer.aggregates.Distinct``): LAST_VALUE's is the value
+    whose first arrival is the latest, from the list of every value it keeps then."""
+    [(name, function)] = slot_fields(slot)
+    kept = F.col(name)
+    if function != ALL_BY_ARRIVAL:  # FIRST_VALUE, LAST_VALUE: one value kept
         return kept["v"].cast(slot.input_type)
     values = kept if assembled else in_arrival_order(kept)
     if slot.aggregate.distinct:
         values = F.array_distinct(values)
+    if slot.result is Result.LAST:
+        return F.try_element_at(values, F.lit(-1)).cast(slot.input_type)
     if slot.result is Result.ARRAY:
         return F.when(F.size(values) > 0, F.transform(values, lambda v: v.cast(slot.input_type)))
     if slot.result is Result.JSON_ARRAY:  # NULLs absent (Flink's ABSENT ON NULL), [] where none

@@ -7,7 +7,8 @@ import pytest
 from stategate.analyzer import Report, SQLModelError, Verdict, build, compare_models
 from stategate.analyzer.report import Carried
 from stategate.analyzer.judgement import Deployed, judge
-from stategate.analyzer.aggregates import COUNTED, EXACT_SQUARES, EXACT_SUM, INTEGER_VALUE, Pool
+from stategate.analyzer.aggregates import (ALL_ARRIVED, COUNTED, EXACT_SQUARES, EXACT_SUM, INTEGER_VALUE, LAST_ARRIVED,
+                                           Pool)
 from stategate.analyzer.value_types import Family
 from stategate.analyzer.layout import (
     GENERIC, LAYOUT_V1, JobLayout, NoRoom, Shape, plan,
@@ -252,6 +253,22 @@ def test_arrival_ordered_aggregates_take_text_slots_of_their_own_shape() -> None
     assert "none of them fits LAST_VALUE(Bid.price)" in added.to_text()
     assert "(STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP, FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG, COLLECT, JSON_ARRAYAGG, JSON_OBJECTAGG)" in added.to_text()
     assert judged(old, job("SUM(price), LISTAGG(item, ';'), MAX(item)"), signature).verdict is Verdict.PARTIAL
+
+
+def test_last_value_distinct_keeps_every_value_in_a_slot_of_its_own_shape() -> None:
+    """LAST_VALUE(DISTINCT) is the value whose first arrival is the latest: it keeps every value
+    with its arrival, as LISTAGG does, where LAST_VALUE keeps the latest alone. Its shape says so,
+    recorded and read back, so a slot LAST_VALUE left never takes it, nor it one of LAST_VALUE's."""
+    old = job("LAST_VALUE(price), LAST_VALUE(DISTINCT item)")
+    signature = deployed(old)
+    pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["text"]
+    assert pool["shapes"] == ["LAST_VALUE", "LAST_VALUE DISTINCT", "*", "*"]
+    shapes = [Shape.parse(shape) for shape in pool["shapes"][:2]]
+    assert [str(shape) for shape in shapes] == pool["shapes"][:2] and not shapes[0].holds(shapes[1])
+    assert shapes[0].fields(Pool.TEXT) == (LAST_ARRIVED,) and shapes[1].fields(Pool.TEXT) == (ALL_ARRIVED,)
+    assert judged(old, job("LAST_VALUE(DISTINCT item), LAST_VALUE(price)"), signature).verdict is Verdict.FULL
+    swapped = judged(old, job("LAST_VALUE(DISTINCT price), LAST_VALUE(item)"), signature)
+    assert swapped.verdict is Verdict.INCOMPATIBLE and "none of them fits LAST_VALUE(DISTINCT Bid.price)" in swapped.to_text()
 
 
 def test_a_tumble_job_over_files_leaves_no_headroom_and_re_seeds_what_does_not_fit() -> None:

@@ -41,8 +41,6 @@ REFUSED = [
     (f"SELECT window_start, LISTAGG(CAST(price > 10 AS STRING)) FROM {WINDOW} GROUP BY window_start, window_end",
      "Flink writes a BOOLEAN as TRUE or FALSE and Spark in lower case: write "
      "CASE WHEN b THEN 'TRUE' WHEN NOT b THEN 'FALSE' END"),
-    (f"SELECT window_start, LAST_VALUE(DISTINCT item) FROM {WINDOW} GROUP BY window_start, window_end",
-     "DISTINCT is not supported for LAST_VALUE"),
     (f"SELECT window_start, LISTAGG(item, item) FROM {WINDOW} GROUP BY window_start, window_end",
      "its separator must be a string literal"),
     (f"SELECT window_start, LISTAGG(item, ';', '!') FROM {WINDOW} GROUP BY window_start, window_end",

@@ -75,8 +75,9 @@ DISTINCT_BIDS = ["2020-04-15 08:00:05.000,1.00,2,,s1", "2020-04-15 08:00:01.000,
 
 
 def test_a_distinct_list_takes_each_value_where_it_first_arrived(spark, tmp_path) -> None:
-    """LISTAGG(DISTINCT), ARRAY_AGG(DISTINCT) and FIRST_VALUE(DISTINCT): each value once, in the
-    order of its first arrival (a NULL is a value of ARRAY_AGG's), on every window kind. Flink 2.3
+    """LISTAGG(DISTINCT), ARRAY_AGG(DISTINCT), FIRST_VALUE(DISTINCT) and LAST_VALUE(DISTINCT):
+    each value once, in the order of its first arrival (a NULL is a value of ARRAY_AGG's), on every
+    window kind; LAST_VALUE's is the value that first arrived last (5, where the last row is 2). Flink 2.3
     gives the same values, over TUMBLE, HOP and CUMULATE windows in the order of its hash table
     (``tests/data/flink/distinct.json`` holds it to them); this holds the order stategate defines."""
     fixture = recorded("distinct")
@@ -86,10 +87,10 @@ def test_a_distinct_list_takes_each_value_where_it_first_arrived(spark, tmp_path
     sql = ddl(fixture, source) + "".join(
         "SELECT supplier_id, window_end, LISTAGG(DISTINCT CAST(qty AS STRING)) AS listed, "
         "ARRAY_AGG(DISTINCT qty) AS arrayed, ARRAY_AGG(DISTINCT qty IGNORE NULLS) AS present, "
-        "FIRST_VALUE(DISTINCT qty) AS first\n"
+        "FIRST_VALUE(DISTINCT qty) AS first, LAST_VALUE(DISTINCT qty) AS last\n"
         f"FROM TABLE({window}) GROUP BY supplier_id, window_start, window_end;\n" for window in WINDOWS.values())
     pipelines = [f"select#{i}" for i in range(1, len(WINDOWS) + 1)]
     rows, _ = collect_pipelines(spark, sql, tmp_path / "checkpoint", pipelines)
     for kind, pipeline in zip(WINDOWS, pipelines):
         found = [list(row[2:]) for row in rows[pipeline] if row[0] == "s1"]
-        assert found and all(values == ["2,3,5", [2, 3, None, 5], [2, 3, 5], 2] for values in found), (kind, found)
+        assert found and all(values == ["2,3,5", [2, 3, None, 5], [2, 3, 5], 2, 5] for values in found), (kind, found)

@@ -23,6 +23,7 @@ the analyzer and the Airflow gate read it without PySpark.
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass
 from enum import Enum
 from typing import Mapping
@@ -70,6 +71,9 @@ class Field:
     :param squared: a decimal kept at twice its slot's scale (a sum of squares)
     :param generic: whether a generic slot has it. A generic slot's fields are fixed for the life of
         every checkpoint that has one, so a kind of field added later is in shaped slots only.
+    :param carried: whether a re-seed carries it. A re-seed aggregates input rows and the old
+        state's in one aggregation (:mod:`analyzer.reseed`): a count, a sum, an extreme or the values
+        of a list take both, a sketch cannot take a value and a sketch alike.
     """
 
     stem: str
@@ -78,6 +82,7 @@ class Field:
     pool: Pool
     squared: bool = False
     generic: bool = True
+    carried: bool = True
 
     @property
     def serialized(self) -> bool:
@@ -120,9 +125,12 @@ VALUE_LIST = Field("cl", "string", "collect_list", Pool.TEXT, generic=False)  # 
 #: A value kept with its key, both as text (JSON_OBJECTAGG's), and the list of them, in no order.
 KEYED = "struct<k:string,v:string>"
 KEYED_LIST = Field("kv", KEYED, "collect_list", Pool.TEXT, generic=False)
+#: A HyperLogLog sketch of the values (Apache DataSketches', Spark's ``hll_sketch_agg``): a few
+#: hundred bytes while the values are few, and exact then; at most 2^lg_k bytes.
+SKETCH = Field("h", "binary", "hll_sketch_agg", Pool.TEXT, generic=False, carried=False)
 #: Every kind of field, in the order a slot's fields stand in the buffer.
 FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, INTEGER_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES,
-          FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED, VALUE_LIST, KEYED_LIST)
+          FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED, VALUE_LIST, KEYED_LIST, SKETCH)
 
 #: How a field is filled from input rows: an aggregate function of the row's value, of its square
 #: (``sum_squares``), or of the value with its arrival (the earliest, the latest, all of them).
@@ -136,7 +144,21 @@ ALL_BY_KEY = "all_by_key"
 #: windows and the earlier's for CUMULATE, as Flink merges slices).
 MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", SUM_SQUARES: "sum", "min": "min", "max": "max",
                             "collect_set": "union", FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max",
-                            ALL_BY_ARRIVAL: "concat", "collect_list": "append", ALL_BY_KEY: "append"}
+                            ALL_BY_ARRIVAL: "concat", "collect_list": "append", ALL_BY_KEY: "append",
+                            "hll_sketch_agg": "hll_union_agg"}
+
+#: What a constant argument after an aggregate's value is: LISTAGG's separator (a string) or
+#: APPROX_COUNT_DISTINCT's accuracy (a number between 0 and 1).
+SEPARATOR, ACCURACY = "separator", "accuracy"
+#: APPROX_COUNT_DISTINCT's accuracy where none is written: VVR's.
+DEFAULT_ACCURACY = 0.99
+
+
+def sketch_size(accuracy: float) -> int:
+    """The lg_k of the HyperLogLog sketch that counts with ``accuracy``, read as one minus the
+    relative standard error, which is 1.04 / sqrt(2^lg_k): 14 (16,384 buckets, 0.8%) for VVR's
+    default 0.99, 7 for 0.9; DataSketches takes 4 to 21."""
+    return min(21, max(4, math.ceil(2 * math.log2(1.04 / (1 - accuracy)))))
 
 #: The clauses the engine takes around or in an aggregate call: each turns the aggregate's way with
 #: NULL values (``AggregateFunction.null_switch``).
@@ -165,6 +187,7 @@ class Result(Enum):
     MULTISET = "multiset"  # each value with how often it came, as a map (Flink's MULTISET)
     JSON_ARRAY = "json_array"  # the values in arrival order as a JSON array, ``[]`` where none
     JSON_OBJECT = "json_object"  # each value under its key in a JSON object, keys in order, ``{}`` where none
+    ESTIMATE = "estimate"  # the sketch's estimate of how many distinct values came, 0 where none
 
     @property
     def spread(self) -> bool:
@@ -197,7 +220,8 @@ class AggregateFunction:
         computes a STDDEV or VARIANCE of integers in DOUBLE, then casts to the integer type)
     :param keyed: its first argument is a key (text, never NULL, each once in a group: JSON_OBJECTAGG's),
         its value the second
-    :param literals: how many constant arguments may follow its value (LISTAGG's separator)
+    :param literal: what a constant argument after its value is, where one may follow
+        (:data:`SEPARATOR`, :data:`ACCURACY`)
     :param distinct: how it runs with DISTINCT
     :param distinct_state: the state it keeps with DISTINCT where its own cannot give the result
         (LAST_VALUE's latest arrival cannot tell which value first arrived last: it keeps every
@@ -220,7 +244,7 @@ class AggregateFunction:
     flink: str = ""
     integers_as: Family | None = None
     keyed: bool = False
-    literals: int = 0
+    literal: str = ""
     distinct: Distinct = Distinct.SET
     distinct_state: State = ()
     keeps_nulls: bool = False
@@ -304,7 +328,7 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
                       distinct=Distinct.FIRST_ARRIVALS),
     AggregateFunction("LAST_VALUE", {None: ((LAST_ARRIVED, LAST_BY_ARRIVAL),)}, Result.LAST,
                       distinct=Distinct.FIRST_ARRIVALS, distinct_state=((ALL_ARRIVED, ALL_BY_ARRIVAL),)),
-    AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.LIST, literals=1,
+    AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.LIST, literal=SEPARATOR,
                       distinct=Distinct.FIRST_ARRIVALS),
     AggregateFunction("ARRAY_AGG", {None: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.ARRAY,
                       distinct=Distinct.FIRST_ARRIVALS, keeps_nulls=True, null_switch=IGNORE_NULLS),
@@ -317,6 +341,9 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     AggregateFunction("JSON_OBJECTAGG", {f: ((KEYED_LIST, ALL_BY_KEY),) for f in (Family.EXACT, Family.TEXT)},
                       Result.JSON_OBJECT, keyed=True, distinct=Distinct.REFUSED, keeps_nulls=True,
                       null_switch=ABSENT_ON_NULL),
+    # VVR's: approximate by design, so DISTINCT adds nothing to it, and VVR takes none.
+    AggregateFunction("APPROX_COUNT_DISTINCT", {None: ((SKETCH, "hll_sketch_agg"),)}, Result.ESTIMATE,
+                      literal=ACCURACY, distinct=Distinct.REFUSED),
 )}
 
 #: Flink's built-in aggregate functions (and VVR's APPROX_COUNT_DISTINCT). Those sqlglot has no node

@@ -97,7 +97,8 @@ def _auxiliary_builders() -> dict[str, t.Callable[[list], exp.Expr]]:
 
 
 #: Flink's names of the functions sqlglot parses into nodes named otherwise.
-_FLINK_NAMES: dict[type[exp.Func], str] = {exp.JSONArrayAgg: "JSON_ARRAYAGG", exp.JSONObjectAgg: "JSON_OBJECTAGG"}
+_FLINK_NAMES: dict[type[exp.Func], str] = {exp.JSONArrayAgg: "JSON_ARRAYAGG", exp.JSONObjectAgg: "JSON_OBJECTAGG",
+                                           exp.ApproxDistinct: "APPROX_COUNT_DISTINCT"}
 
 
 def function_name(node: exp.Func) -> str:
@@ -285,7 +286,7 @@ class FlinkGenerator(generator.Generator):
         FunctionLanguage: lambda self, e: f"LANGUAGE {self.sql(e, 'this')}",
         SystemFunction: lambda self, e: "SYSTEM",
         # VVR's name, where sqlglot writes APPROX_DISTINCT.
-        exp.ApproxDistinct: lambda self, e: self.func("APPROX_COUNT_DISTINCT", e.this),
+        exp.ApproxDistinct: lambda self, e: self.func("APPROX_COUNT_DISTINCT", e.this, e.args.get("accuracy")),
         # Flink's spelling, where sqlglot writes ``key: value``.
         exp.JSONKeyValue: lambda self, e: f"KEY {self.sql(e, 'this')} VALUE {self.sql(e, 'expression')}",
     }

@@ -567,6 +567,7 @@ class _SelectResolver:
                 raw_args = list(agg.this.expressions)
             elif agg.this is not None and not isinstance(agg.this, exp.Star):
                 raw_args = [agg.this]
+            raw_args += [agg.args[key] for key in _CONSTANTS if agg.args.get(key) is not None]
             # JSON_OBJECTAGG(KEY k VALUE v): its key, then its value.
             raw_args += [part for e in agg.expressions
                          for part in ((e.this, e.expression) if isinstance(e, exp.JSONKeyValue) else (e,))] \
@@ -615,7 +616,8 @@ def _renamed(relation: Relation, columns: tuple[str, ...], name: str) -> Relatio
 #: Clauses sqlglot parses as a node around the aggregate call they modify.
 _MODIFIERS = (exp.IgnoreNulls, exp.RespectNulls, exp.WithinGroup)
 #: Arguments of an aggregate node that are read as its inputs; the others are modifiers.
-_INPUTS = ("this", "expressions")
+_CONSTANTS = ("accuracy",)  # after its value: APPROX_COUNT_DISTINCT(x, 0.9)
+_INPUTS = ("this", "expressions", *_CONSTANTS)
 
 
 def _with_modifiers(agg: exp.Expr) -> exp.Expr:

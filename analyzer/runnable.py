@@ -28,7 +28,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES, Distinct
+from stategate.analyzer.aggregates import ACCURACY, AGGREGATES, SEPARATOR, Distinct
 from stategate.analyzer.dialect import Flink
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, IntervalJoin, JobModel, Pipeline, Resolved, Table,
@@ -194,6 +194,16 @@ def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) ->
                             "(its windows are assembled per micro-batch)")
 
 
+def _check_literal(aggregate: Aggregate, literal: str, constant: exp.Expr, line: int | None, col: int | None) -> None:
+    """The constant after an aggregate's value: a string separator, or an accuracy between 0 and 1."""
+    if literal == SEPARATOR and not (isinstance(constant, exp.Literal) and constant.is_string):
+        raise SQLModelError(f"{aggregate.written}: its separator must be a string literal", line=line, col=col)
+    if literal == ACCURACY and not (isinstance(constant, exp.Literal) and constant.is_number
+                                    and 0 < float(constant.this) < 1):
+        raise SQLModelError(f"{aggregate.written}: its accuracy must be a number between 0 and 1 (exclusive), "
+                            "as VVR requires", line=line, col=col)
+
+
 def _check_aggregate(model: JobModel, aggregate: Aggregate) -> None:
     """An aggregate the engine runs: in the table, of one argument, over a family it takes."""
     line, col = position(aggregate.expr)
@@ -204,11 +214,11 @@ def _check_aggregate(model: JobModel, aggregate: Aggregate) -> None:
         raise SQLModelError(f"aggregate {aggregate.written} is not supported "
                             f"(supported: {', '.join(a.spelled for a in AGGREGATES.values())})", line=line, col=col)
     inputs = function.value_at + 1
-    if len(aggregate.args) > inputs + function.literals:
-        raise SQLModelError(f"aggregate {aggregate.written} takes {inputs + function.literals} argument(s) here",
+    if len(aggregate.args) > inputs + bool(function.literal):
+        raise SQLModelError(f"aggregate {aggregate.written} takes {inputs + bool(function.literal)} argument(s) here",
                             line=line, col=col)
-    if any(not (isinstance(a.expr, exp.Literal) and a.expr.is_string) for a in aggregate.args[inputs:]):
-        raise SQLModelError(f"{aggregate.written}: its separator must be a string literal", line=line, col=col)
+    for constant in aggregate.args[inputs:]:
+        _check_literal(aggregate, function.literal, constant.expr, line, col)
     if function.keyed and family(model, aggregate.args[0].expr) not in (Family.TEXT, None):
         raise SQLModelError(f"{aggregate.written}: its key must be text (STRING), as Flink requires",
                             line=line, col=col)

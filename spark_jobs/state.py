@@ -42,8 +42,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, ALL_BY_KEY, AGGREGATES, ARRIVED, FIRST_BY_ARRIVAL, KEYED,
-                                           LAST_BY_ARRIVAL, MERGE, SUM_SQUARES, Pool, Result, state_of)
+from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, ALL_BY_KEY, AGGREGATES, ARRIVED, DEFAULT_ACCURACY,
+                                           FIRST_BY_ARRIVAL, KEYED, LAST_BY_ARRIVAL, MERGE, SKETCH, SUM_SQUARES, Pool,
+                                           Result, sketch_size, state_of)
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
@@ -79,8 +80,9 @@ def family_of(data_type: T.DataType, function: str) -> Family:
     try:
         state_of(function, found, False)
     except KeyError:
-        raise SQLModelError(f"{function} over a {data_type.simpleString()} value is not supported") from None
-    assert found is not None
+        found = None
+    if found is None:
+        raise SQLModelError(f"{function} over a {data_type.simpleString()} value is not supported")
     return found
 
 
@@ -392,12 +394,31 @@ def _input(field: _Field) -> tuple[str, str, str]:
         argument = f"CAST(`{slot.value}` AS STRING)"
     elif function == ALL_BY_KEY:  # the value with its key, both as text
         function, argument = "collect_list", f"named_struct('k', CAST(`{slot.key}` AS STRING), 'v', CAST(`{slot.value}` AS STRING))"
+    elif function == SKETCH.idle:  # the value as the sketch hashes it, and the sketch's size
+        argument = f"{_sketched(slot)}, {sketch_size(_accuracy(slot))}"
     elif function in _BY_ARRIVAL:  # the value as text, after where it arrived from: ordered by that
         function = _BY_ARRIVAL[function]
         argument = f"CAST(named_struct('o', `{ARRIVAL}`, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
     else:
         argument = f"CAST({value} AS {field.sql_type})"
     return function, argument, _counted(slot)
+
+
+def _sketched(slot: Slot) -> str:
+    """A value as APPROX_COUNT_DISTINCT's sketch takes it, as SQL: an integer as a long (so one
+    value is one item whatever its width), text as it is, anything else as its text, which tells
+    values of one type apart as they compare."""
+    if isinstance(slot.input_type, T.IntegralType):
+        return f"CAST(`{slot.value}` AS BIGINT)"
+    if isinstance(slot.input_type, T.StringType):
+        return f"`{slot.value}`"
+    return f"CAST(`{slot.value}` AS STRING)"
+
+
+def _accuracy(slot: Slot) -> float:
+    """APPROX_COUNT_DISTINCT's accuracy: its second argument (a numeric literal), or VVR's default."""
+    args = slot.aggregate.args
+    return float(args[1].expr.name) if len(args) > 1 else DEFAULT_ACCURACY
 
 
 def _squared(value: str, slot: Slot) -> str:
@@ -486,6 +507,8 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
         return _multiset(slot)
     if result is Result.JSON_OBJECT:
         return _json_object(slot)
+    if result is Result.ESTIMATE:
+        return F.coalesce(F.hll_sketch_estimate(fields_of(slot)[0]), F.lit(0)).cast("long")
     if slot.keeps_set:
         values = F.transform(F.col(f"dv{slot.index}"), lambda x: x.cast(_value_type(slot)))
         if result is Result.COUNT:

@@ -251,7 +251,8 @@ def test_arrival_ordered_aggregates_take_text_slots_of_their_own_shape() -> None
     added = judged(old, job("SUM(price), FIRST_VALUE(price), LISTAGG(item, ';'), LAST_VALUE(price)"), signature)
     assert added.verdict is Verdict.INCOMPATIBLE
     assert "none of them fits LAST_VALUE(Bid.price)" in added.to_text()
-    assert "(STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP, FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG, COLLECT, JSON_ARRAYAGG, JSON_OBJECTAGG)" in added.to_text()
+    assert ("(STDDEV_POP, STDDEV_SAMP, VAR_POP, VAR_SAMP, FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG, COLLECT, "
+            "JSON_ARRAYAGG, JSON_OBJECTAGG, APPROX_COUNT_DISTINCT)") in added.to_text()
     assert judged(old, job("SUM(price), LISTAGG(item, ';'), MAX(item)"), signature).verdict is Verdict.PARTIAL
 
 
@@ -299,6 +300,8 @@ def test_a_tumble_job_over_files_leaves_no_headroom_and_re_seeds_what_does_not_f
 @pytest.mark.parametrize(("aggregates", "connector", "why"), [
     ("SUM(price)", "kafka", "only a file source is re-read from where the old version stopped"),
     ("COUNT(DISTINCT item), LISTAGG(item)", "kafka", "only a file source is re-read from where the old version stopped"),
+    ("APPROX_COUNT_DISTINCT(item)", "filesystem",
+     "APPROX_COUNT_DISTINCT(item) keeps a sketch of its values, which no aggregation merges with new rows"),
 ])
 def test_what_cannot_be_re_seeded_keeps_its_headroom_and_says_why_a_change_does_not_fit(
         aggregates: str, connector: str, why: str) -> None:

@@ -147,7 +147,7 @@ def test_sql_the_engine_cannot_run_is_refused_before_anything_changes(story) -> 
     Spark job cannot run. The gate fails with the job's own message and its place; nothing in the
     job root changes: no lock, no staged SQL, the record, checkpoint and archive as they were."""
     data, root, _ = story
-    v4 = job_sql(data, 30, True, "totals_5m").replace("MAX(price) AS top", "APPROX_COUNT_DISTINCT(price) AS top")
+    v4 = job_sql(data, 30, True, "totals_5m").replace("MAX(price) AS top", "MEDIAN(price) AS top")
     dag = fleet_job("bids", v4, f"file://{root}")
     before = snapshot(root)
     run = dag.test()
@@ -156,9 +156,9 @@ def test_sql_the_engine_cannot_run_is_refused_before_anything_changes(story) -> 
     assert all(states[task] in ("skipped", "upstream_failed", None) for task in
                ("clear_state", "submit_fresh", "submit_restart", "record")), states
     assert snapshot(root) == before
-    line, col = next((n, row.index("APPROX_COUNT_DISTINCT") + 1) for n, row in enumerate(v4.splitlines(), start=1)
-                     if "APPROX_COUNT_DISTINCT" in row)
-    assert f"bids.sql:{line}:{col}: aggregate APPROX_COUNT_DISTINCT(price) is not supported" in gate_said(run)
+    line, col = next((n, row.index("MEDIAN") + 1) for n, row in enumerate(v4.splitlines(), start=1)
+                     if "MEDIAN" in row)
+    assert f"bids.sql:{line}:{col}: aggregate MEDIAN(price) is not supported" in gate_said(run)
 
 
 def gate_said(run) -> str:

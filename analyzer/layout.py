@@ -45,7 +45,7 @@ from sqlglot import exp
 from stategate.analyzer.aggregates import AGGREGATES, FIELDS, TIME_DIGITS, Field, Pool, keeps_set, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Aggregate, JobModel, WindowAggregate
-from stategate.analyzer.reseed import reseedable
+from stategate.analyzer.reseed import not_reseedable, reseedable
 from stategate.analyzer.value_types import MAX_DIGITS, Family, exact_type, family, is_integer
 
 #: Layout names as recorded beside the state. v1 stored one state row per aggregate (unpivoted);
@@ -356,11 +356,15 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
         if old is None or len(old) != len(chain):
             pipelines[pipeline.name] = tuple(_fresh(model, stage, headroom) for stage in chain)
             continue
-        carried = pipeline.name in reseedable_now and all(stage.whole for stage in old[1:])
+        # Why a re-seed could not carry the state into a new layout (None: it can). The aggregates
+        # the deployed state has are those it carries; one added has nothing to carry.
+        unseedable = not_reseedable(model, pipeline, {identity for kept in old for pool in Pool
+                                                      for identity, _ in kept.pool(pool).assigned}) \
+            or (None if all(stage.whole for stage in old[1:]) else PARTLY_KEPT)
         if pipeline.name in reseed and pipeline.name in reseedable_now:
-            if not carried:
+            if unseedable is not None:
                 raise NoRoom(f"pipeline {pipeline.name}: its state must be re-seeded into the new number of "
-                             "state partitions", pipeline.name, PARTLY_KEPT)
+                             "state partitions", pipeline.name, unseedable)
             reseeded.add(pipeline.name)
             pipelines[pipeline.name] = tuple(replace(_fresh(model, stage, headroom), seeded=True) for stage in chain)
             continue
@@ -379,9 +383,8 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
                                  "only the fields of those it had")
                 stages.append(evolved)
             except NoRoom as error:
-                if not carried:
-                    raise NoRoom(f"pipeline {pipeline.name}: {error}", pipeline.name,
-                                 None if pipeline.name not in reseedable_now else PARTLY_KEPT) from None
+                if unseedable is not None:
+                    raise NoRoom(f"pipeline {pipeline.name}: {error}", pipeline.name, unseedable) from None
                 reseeded.add(pipeline.name)
                 stages = [replace(_fresh(model, stage, headroom), seeded=True) for stage in chain]
                 break

@@ -14,9 +14,10 @@ It can where the new version reads where the old one stopped and every group its
 need can be read back: a TUMBLE, HOP, CUMULATE or SESSION window aggregation, or a cascade of them
 (each window's state carried into its own stage), or a window join of such (each branch's, its
 sources each going on from where it stopped), with grouping sets, FILTER, Top-N, DISTINCT and
-every aggregate the engine runs but APPROX_COUNT_DISTINCT (Spark serializes the lists and sets of
-DISTINCT, LISTAGG, ARRAY_AGG, JSON_ARRAYAGG and COLLECT in its state, and the engine reads them
-back; a sketch cannot be read back as values), on event time over file sources. HOP and CUMULATE
+every aggregate the engine runs (Spark serializes the lists and sets of DISTINCT, LISTAGG,
+ARRAY_AGG, JSON_ARRAYAGG and COLLECT in its state, and the engine reads them back) but a kept
+APPROX_COUNT_DISTINCT (a sketch cannot be read back as values; one added starts from zero, so
+nothing of it is carried), on event time over file sources. HOP and CUMULATE
 windows also carry the closed slices their slice log retains; SESSION windows their open sessions,
 each whole. An interval join keeps the stream's rows beside its windows, an aggregation over the
 windows of another (Nexmark's q5) has no window of its own, and a Kafka source is not tested here.
@@ -25,12 +26,16 @@ Those keep the no-room finding, which says why.
 
 from __future__ import annotations
 
+from typing import AbstractSet
+
 from stategate.analyzer.aggregates import AGGREGATES
 from stategate.analyzer.model import FILESYSTEM, IntervalJoin, JobModel, Pipeline, TimeKind
 
 
-def not_reseedable(model: JobModel, pipeline: Pipeline) -> str | None:
-    """Why the engine cannot carry ``pipeline``'s state into a new layout; None where it can."""
+def not_reseedable(model: JobModel, pipeline: Pipeline, carried: AbstractSet[str] | None = None) -> str | None:
+    """Why the engine cannot carry ``pipeline``'s state into a new layout; None where it can.
+    ``carried``: the identities of the aggregates the re-seed carries (those the deployed state
+    has), where known; else every aggregate of the pipeline is (as at any later re-seed)."""
     if isinstance(pipeline.join, IntervalJoin):
         return "an interval join keeps the stream's rows beside its windows"
     if pipeline.joins and pipeline.join is None:
@@ -48,8 +53,8 @@ def not_reseedable(model: JobModel, pipeline: Pipeline) -> str | None:
             return "only a file source is re-read from where the old version stopped"
         for aggregate in stage.aggregates:
             function = AGGREGATES.get(aggregate.function)
-            if function is not None and any(not field.carried
-                                            for state in function.state.values() for field, _ in state):
+            if function is not None and (carried is None or aggregate.identity in carried) \
+                    and any(not field.carried for state in function.state.values() for field, _ in state):
                 return f"{aggregate.written} keeps a sketch of its values, which no aggregation merges with new rows"
     return None
 

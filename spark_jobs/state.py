@@ -355,7 +355,8 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
     if field.slot is None:
         return _idle(field, ts, tag)
     function, argument, guard = _input(field)
-    return F.expr(f"{function}({argument}) FILTER (WHERE {guard} AND `{ts}` <> {_never(tag)})").alias(field.name)
+    return F.expr(f"{_call(function, argument, field)} FILTER (WHERE {guard} AND `{ts}` <> {_never(tag)})") \
+        .alias(field.name)
 
 
 def _merged_field(field: _Field, ts: str, tag: int) -> Column:
@@ -364,8 +365,8 @@ def _merged_field(field: _Field, ts: str, tag: int) -> Column:
         return _idle(field, ts, tag)
     function = "sum" if field.name == ROWS else _input(field)[0]
     function = MERGE[function] if function == "count" else function  # a count is a sum of counts
-    return F.expr(f"{function}(`{_contribution(field.name)}`) FILTER (WHERE `{ts}` <> {_never(tag)})") \
-        .alias(field.name)
+    call = _call(function, f"`{_contribution(field.name)}`", field)
+    return F.expr(f"{call} FILTER (WHERE `{ts}` <> {_never(tag)})").alias(field.name)
 
 
 def _idle(field: _Field, ts: str, tag: int) -> Column:
@@ -394,14 +395,22 @@ def _input(field: _Field) -> tuple[str, str, str]:
         argument = f"CAST(`{slot.value}` AS STRING)"
     elif function == ALL_BY_KEY:  # the value with its key, both as text
         function, argument = "collect_list", f"named_struct('k', CAST(`{slot.key}` AS STRING), 'v', CAST(`{slot.value}` AS STRING))"
-    elif function == SKETCH.idle:  # the value as the sketch hashes it, and the sketch's size
-        argument = f"{_sketched(slot)}, {sketch_size(_accuracy(slot))}"
+    elif function == SKETCH.idle:  # the value as the sketch hashes it
+        argument = _sketched(slot)
     elif function in _BY_ARRIVAL:  # the value as text, after where it arrived from: ordered by that
         function = _BY_ARRIVAL[function]
         argument = f"CAST(named_struct('o', `{ARRIVAL}`, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
     else:
         argument = f"CAST({value} AS {field.sql_type})"
     return function, argument, _counted(slot)
+
+
+def _call(function: str, argument: str, field: _Field) -> str:
+    """``function(argument)`` as SQL, the sketch's size after a sketch's value (a re-seed's
+    contribution to a sketch is a value too: an added sketch has no state to carry)."""
+    if function == SKETCH.idle and field.slot is not None:
+        return f"{function}({argument}, {sketch_size(_accuracy(field.slot))})"
+    return f"{function}({argument})"
 
 
 def _sketched(slot: Slot) -> str:

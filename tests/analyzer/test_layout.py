@@ -297,6 +297,23 @@ def test_a_tumble_job_over_files_leaves_no_headroom_and_re_seeds_what_does_not_f
     assert again.layout is not None and not again.layout.reseeded and again.layout.pipelines["select#1"][0].seeded
 
 
+def test_an_added_sketch_re_seeds_and_a_kept_one_keeps_headroom_instead() -> None:
+    """APPROX_COUNT_DISTINCT's sketch cannot be read back as values: a re-seed cannot carry one. One
+    added has nothing to carry (it starts from zero), so adding it re-seeds, PARTIAL; a pipeline
+    that has one keeps headroom slots for a later aggregate, as one that cannot re-seed does."""
+    old, new = (job("SUM(price)", connector="filesystem"),
+                job("SUM(price), APPROX_COUNT_DISTINCT(item, 0.9)", connector="filesystem"))
+    judgement = judge(build(new), Deployed(build(old), deployed(old)))
+    assert judgement.report is not None and judgement.report.verdict is Verdict.PARTIAL
+    assert judgement.layout is not None and judgement.layout.reseeded == {"select#1"}
+    slots = state_signature(build(new), judgement.layout)["pipelines"]["select#1"]["stages"][0]["slots"]
+    assert slots["text"]["assigned"] == {"APPROX_COUNT_DISTINCT(Bid.item, 0.9)": 0}
+    fresh = deployed(new)["pipelines"]["select#1"]["stages"][0]["slots"]
+    assert fresh["plain"]["shapes"] == ["SUM:m2p10", "*", "*"]
+    more = job("SUM(price), APPROX_COUNT_DISTINCT(item, 0.9), MAX(price)", connector="filesystem")
+    assert judged(new, more, deployed(new)).verdict is Verdict.PARTIAL
+
+
 @pytest.mark.parametrize(("aggregates", "connector", "why"), [
     ("SUM(price)", "kafka", "only a file source is re-read from where the old version stopped"),
     ("COUNT(DISTINCT item), LISTAGG(item)", "kafka", "only a file source is re-read from where the old version stopped"),

@@ -108,18 +108,19 @@ def reference(rows, windows_of, aggregate) -> dict[tuple[str, str], str]:
 ])
 def test_added_aggregate_starts_from_zero_at_the_restart(spark, tmp_path, window, windows_of) -> None:
     v1 = query("window_start, window_end, supplier_id, SUM(price) AS s", window=window)
-    v2 = query("window_start, window_end, supplier_id, SUM(price) AS s, COUNT(*) AS n, MIN(price) AS lo",
-               window=window)
+    v2 = query("window_start, window_end, supplier_id, SUM(price) AS s, COUNT(*) AS n, MIN(price) AS lo, "
+               "APPROX_COUNT_DISTINCT(item) AS items", window=window)
     before, after, uninterrupted = restart(spark, tmp_path, v1, v2)
     closed = {(r[0], r[2]) for r in before}
     open_rows = [r for r in uninterrupted if (r[0], r[2]) not in closed]
     # Retained: SUM continues from state and equals the uninterrupted run.
     assert [r[:4] for r in after] == [r[:4] for r in open_rows]
-    # Added: COUNT(*) and MIN(price) see exactly the rows that arrived after the restart.
+    # Added: COUNT(*), MIN(price) and a sketch of the (distinct) items see exactly the rows that
+    # arrived after the restart.
     counts = reference(PART_B, windows_of, len)
     lows = reference(PART_B, windows_of, lambda v: f"{min(v):.2f}")
-    for start, end, supplier, _s, n, lo in after:
-        assert n == str(counts.get((start, end, supplier), 0)), (start, supplier)
+    for start, end, supplier, _s, n, lo, items in after:
+        assert n == items == str(counts.get((start, end, supplier), 0)), (start, supplier)
         assert lo == lows.get((start, end, supplier), "NULL"), (start, supplier)
     # ...and somewhere that differs from the uninterrupted run: the window open across the restart.
     assert any(a != u for a, u in zip(after, open_rows))

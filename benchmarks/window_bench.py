@@ -392,9 +392,12 @@ def main() -> int:
                     break  # a capped run is a lower bound already; do not spend the cap again
             builtin = min(builtins, key=lambda m: m.seconds)
             mine = min(ours, key=lambda m: (bool(m.error), m.seconds))
-            if mine.error or builtin.error:
+            if mine.error:
                 failures += 1
-                print(f"{case.name:<27}FAILED: {mine.error or builtin.error}", flush=True)
+                print(f"{case.name:<27}FAILED: {mine.error}", flush=True)
+                continue
+            if builtin.error:  # Spark's own could not run the case (HOP 60/1's approx_count_distinct: out of heap)
+                print(f"{case.name:<27}{'failed':>11}{mine.seconds:>12.1f}   built-in: {builtin.error}", flush=True)
                 continue
             rows = builtin.input_rows or mine.input_rows
             if builtin.capped or mine.capped:

@@ -26,6 +26,7 @@ import argparse
 import json
 import os
 import random
+import re
 import shutil
 import subprocess
 import sys
@@ -293,8 +294,10 @@ def run_child(script: str, engine: str, case: Case, source: Path, work: Path, ca
         return ChildRun(cap, {}, capped=True)
     seconds = time.perf_counter() - started
     if done.returncode != 0:
-        errors = [line for line in done.stderr.splitlines() if "Exception" in line or "Error" in line]
-        return ChildRun(seconds, {}, error=(errors or [f"exit {done.returncode}"])[0][:200])
+        errors = [line.strip() for line in done.stderr.splitlines() if "Exception" in line or "Error" in line]
+        # The error itself (java.lang.OutOfMemoryError: ...) before a log line that mentions one.
+        named = [line for line in errors if re.match(r"[\w.$]+(Exception|Error)\b", line)]
+        return ChildRun(seconds, {}, error=(named or errors or [f"exit {done.returncode}"])[0][:200])
     return ChildRun(seconds, json.loads(done.stdout.strip().splitlines()[-1]))
 
 

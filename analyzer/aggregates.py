@@ -277,6 +277,11 @@ class AggregateFunction:
         return bool(self.null_switch) and modifiers.strip() == self.null_switch
 
     @property
+    def carried(self) -> bool:
+        """Whether a re-seed can carry its state (:attr:`Field.carried`: not a sketch's)."""
+        return all(field.carried for state in self.state.values() for field, _ in state)
+
+    @property
     def value_at(self) -> int:
         """Which argument is the value it aggregates: the one after its key, if it has one."""
         return 1 if self.keyed else 0

@@ -53,8 +53,7 @@ def not_reseedable(model: JobModel, pipeline: Pipeline, carried: AbstractSet[str
             return "only a file source is re-read from where the old version stopped"
         for aggregate in stage.aggregates:
             function = AGGREGATES.get(aggregate.function)
-            if function is not None and (carried is None or aggregate.identity in carried) \
-                    and any(not field.carried for state in function.state.values() for field, _ in state):
+            if function is not None and not function.carried and (carried is None or aggregate.identity in carried):
                 return f"{aggregate.written} keeps a sketch of its values, which no aggregation merges with new rows"
     return None
 

@@ -21,8 +21,9 @@ def test_a_sketch_counts_exactly_while_the_values_are_few_on_every_window_kind(s
     source = tmp_path / "bids"
     source.mkdir()
     (source / "0-bids.csv").write_text("\n".join(fixture["input"]) + "\n")
-    columns = ("qty", "price) FILTER (WHERE qty > 40", "bidtime", "score", "CAST(qty AS STRING)")
-    calls = ", ".join(f"COUNT(DISTINCT {c}), APPROX_COUNT_DISTINCT({c})" for c in columns)
+    arguments = (("qty", ""), ("price", " FILTER (WHERE qty > 40)"), ("bidtime", ""), ("score", ""),
+                 ("CAST(qty AS STRING)", ""))
+    calls = ", ".join(f"COUNT(DISTINCT {c}){f}, APPROX_COUNT_DISTINCT({c}){f}" for c, f in arguments)
     sql = ddl(fixture, source) + "".join(
         f"SELECT supplier_id, window_end, {calls}, APPROX_COUNT_DISTINCT(qty) FILTER (WHERE qty > 1000)\n"
         f"FROM TABLE({window}) GROUP BY supplier_id, window_start, window_end;\n" for window in WINDOWS.values())

@@ -263,7 +263,7 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
     family = shape.kept_family(state.family_of(data_type, agg.function))
     expected = shape.family  # COUNT and generic slots take any family
     as_set = keeps_set(agg.function, agg.distinct)  # a set of values takes any family, as text
-    if not as_set and (state_of(agg.function, family, False)[0][0].pool is not pool
+    if not as_set and (state_of(agg.function, family, agg.distinct)[0][0].pool is not pool
                              or expected not in (None, family)):
         # The analyzer placed the aggregate from the declared types; Spark's type disagrees.
         told = f"the declared columns make it {expected.described}" if expected else \
@@ -272,7 +272,7 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
                             f"write CAST(... AS {'STRING' if family is Family.TEXT else 'a numeric or time type'}) "
                             "around it")
     if isinstance(data_type, T.DecimalType) and not as_set and data_type.scale > shape.kept_scale \
-            and any(f.sql_type == "decimal" for f, _ in state_of(agg.function, family, False)):
+            and any(f.sql_type == "decimal" for f, _ in state_of(agg.function, family, agg.distinct)):
         # Kept at the slot's scale, the values would be rounded.
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but its state "
                             f"keeps {shape.kept_scale} decimal places; write CAST(... AS DECIMAL(p, "

@@ -182,8 +182,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
                                   allowMissingColumns=True)
         sliced = slicer.carried_slice(F.col("ts"), F.col(state.CARRIED_UNTIL))
     assert layout.set_keyed or sets is None, "adding GROUPING SETS is INCOMPATIBLE: the layout is fresh"
-    stream = keyed.groupBy(*keys, *state.set_key(layout), sliced.alias("w")) \
-        .agg(*state.accumulate(layout, slots, "ts"))
+    stream = keyed.groupBy(*state.state_key(layout, keys, sliced.alias("w"))).agg(*state.accumulate(layout, slots, "ts"))
     assembler = WindowAssembler(slicer, slots, keys, location, slices) if isinstance(slicer, SharedSlices) else None
     fields = state.buffer_fields(layout)
     return Stage(aggregate, stream.select(*keys, state.grouping_set(layout), "w", *fields), keys, slots, slicer,

@@ -10,7 +10,8 @@ Here the streaming aggregation's buffer never depends on the query. It is the sl
 the checkpoint recorded (:mod:`analyzer.layout`), each aggregate in the slot assigned to its
 identity, each slot with the fields of its shape (:mod:`analyzer.aggregates`)::
 
-    key:   k0..kn (group keys, by position), gs (grouping set: with GROUPING SETS only), w (slice)
+    key:   w (slice), k0..kn (group keys, by position), gs (grouping set: with GROUPING SETS only)
+           (the window last in layouts recorded before: :func:`state_key`)
     value: n          rows of the group (shapes sessions and windows)
            c<i>       values counted by plain slot i (COUNT, AVG)
            x<i>       the exact sum (decimal(p, s)) of plain slot i (SUM, AVG)
@@ -159,13 +160,17 @@ def stored_fields(state: DataFrame, layout: StageLayout, session: bool = False) 
     ``session``'s state is keyed by its group and start, and keeps the whole row: the group again,
     the session (``session_window``), then the buffer."""
     key = state.schema["key"].dataType.names  # type: ignore[attr-defined]
-    group = key[:-1]  # the group keys, and the grouping set where the key has one
-    keys = [F.col(f"key.`{name}`").alias(name) for name in group[:len(group) - len(set_key(layout))]]
+    # The group keys, and the grouping set where the key has one; a session's start, or the window.
+    *group, window_name = key if session or not layout.window_first else [*key[1:], key[0]]
+    keys = [F.col(f"key.`{name}`").alias(name) for name in group[:len(group) - int(layout.set_keyed)]]
     grouping = F.col(f"key.`{group[-1]}`") if layout.set_keyed else F.lit(0)
     # Two COUNTs make two columns named ``count``: each is renamed after its position.
     stored: T.StructType = state.schema["value"].dataType  # type: ignore[assignment]
     value = state["value"].cast(T.StructType([T.StructField(f"_{i}", f.dataType) for i, f in enumerate(stored)]))
-    window = value.getField(f"_{len(group)}") if session else F.col(f"key.`{key[-1]}`")
+    # A session's value holds the row it groups by, in the order of its groupBy, then the buffer.
+    window = F.col(f"key.`{window_name}`")
+    if session:
+        window = value.getField(f"_{0 if layout.window_first else len(group)}")
     columns = [*keys, grouping.alias(GROUPING_SET), window.alias("w")]
     position = len(group) + 1 if session else 0
     for field in _buffer(layout, {}):
@@ -210,9 +215,12 @@ def pooled_as_kept(slices: DataFrame, layout: StageLayout) -> DataFrame:
         if c in arrived else F.col(c) for c in slices.columns])
 
 
-def set_key(layout: StageLayout) -> list[str]:
-    """The grouping-set column where it is part of the state key (``StageLayout.set_keyed``)."""
-    return [GROUPING_SET] if layout.set_keyed else []
+def state_key(layout: StageLayout, keys: Sequence[str], window: Column) -> list[Column]:
+    """The columns a stage of ``layout`` groups by, in the order of its state key: the window
+    first (``StageLayout.window_first``), or last where the layout was recorded so; the
+    grouping-set column where the key has it (``StageLayout.set_keyed``)."""
+    grouped = [*map(F.col, keys), *([F.col(GROUPING_SET)] if layout.set_keyed else [])]
+    return [window, *grouped] if layout.window_first else [*grouped, window]
 
 
 def grouping_set(layout: StageLayout) -> Column:

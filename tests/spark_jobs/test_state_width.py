@@ -9,13 +9,14 @@ and a variable-length part: 16 bytes for a decimal of more than 18 digits).
 
 from __future__ import annotations
 
+import json
 import shutil
 from pathlib import Path
 
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER, DATA, bid_ddl, collect, seed_bids
+from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER, DATA, bid_ddl, collect, collect_run, seed_bids
 
 #: Longs and decimals of up to 18 digits are stored in place; a wider decimal takes 16 bytes more.
 _WIDE_DECIMAL = 18
@@ -64,13 +65,16 @@ def test_a_state_row_is_no_wider_than_sparks_own_but_for_the_row_count(spark, tm
     theirs = tmp_path / "builtin"
     frame = (spark.readStream.schema(BID_COLUMNS.replace("(3)", "")).csv(str(source))
              .withWatermark("bidtime", "1 second")
-             .groupBy("item", F.window("bidtime", "10 minutes")).agg(*map(F.expr, BUILTIN)))
+             .groupBy(F.window("bidtime", "10 minutes"), "item").agg(*map(F.expr, BUILTIN)))
     frame.writeStream.format("noop").option("checkpointLocation", str(theirs)) \
         .trigger(availableNow=True).start().awaitTermination()
 
     our_key, our_value = state_schema(spark, ours[0])
     their_key, their_value = state_schema(spark, theirs)
     assert row_bytes(our_key) == row_bytes(their_key), (our_key, their_key)
+    # Window first, as a Spark user groups: RocksDB keeps a window's rows together, so a batch's new
+    # and closed windows are a few ranges of keys, not a piece of every key's range.
+    assert [f.dataType for f in our_key.fields] == [f.dataType for f in their_key.fields], (our_key, their_key)
     # stategate keeps one more field: the group's row count, which says which windows exist.
     assert row_bytes(our_value) <= row_bytes(their_value) + 8, (our_value, their_value)
 
@@ -88,9 +92,9 @@ RECORDED_SQL = (bid_ddl(Path("@ROOT@/bids")) + "CREATE TABLE Out (item STRING, w
                 "GROUP BY item, window_start, window_end;")
 
 
-def test_a_checkpoint_of_the_wider_slots_restarts_on_its_own_layout_and_continues(spark, tmp_path) -> None:
-    """Upgrading stategate never costs a deployed job its state: the recorded layout is read as
-    it was written, and every open window continues where the older release left it."""
+def recorded_checkpoint(tmp_path: Path) -> tuple[Path, str]:
+    """The recorded checkpoint put where the test runs, its windows still open, and the recorded
+    job's SQL there; the rest of the seed bids wait in its source."""
     checkpoint = tmp_path / "checkpoint"
     shutil.copytree(RECORDED, checkpoint)
     for path in (checkpoint / "Out" / "sources" / "0" / "0", checkpoint / "_stategate" / "job.sql"):
@@ -101,9 +105,34 @@ def test_a_checkpoint_of_the_wider_slots_restarts_on_its_own_layout_and_continue
     (source / "1.csv").write_text("".join(bids[:3]))
     (source / "2.csv").write_text("".join(bids[3:]))
     (source / "9-closer.csv").write_text(CLOSER)
-    sql = RECORDED_SQL.replace("@ROOT@", str(tmp_path))
+    return checkpoint, RECORDED_SQL.replace("@ROOT@", str(tmp_path))
 
+
+def test_a_checkpoint_of_the_wider_slots_restarts_on_its_own_layout_and_continues(spark, tmp_path) -> None:
+    """Upgrading stategate never costs a deployed job its state: the recorded layout is read as
+    it was written, and every open window continues where the older release left it."""
+    checkpoint, sql = recorded_checkpoint(tmp_path)
     continued = collect(spark, sql, checkpoint, pipeline="Out")
     uninterrupted = collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
     assert continued == uninterrupted and len(continued) == 6
     assert "SUM:m2" in (checkpoint / "_stategate" / "signature.json").read_text()
+
+
+def test_a_checkpoint_keyed_window_last_re_seeds_into_a_layout_keyed_window_first(spark, tmp_path) -> None:
+    """The recorded state's key has the window last (and a grouping-set column); an added MIN does
+    not fit its slots, so the restart re-seeds into a fresh layout, whose key starts with the window:
+    every open window is read from the old key order, and carried whole. The three bids the old
+    version saw are alone in their windows, so the added MIN is NULL there and each later bid's
+    own price elsewhere; every other column equals an uninterrupted run."""
+    checkpoint, sql = recorded_checkpoint(tmp_path)
+    added = sql.replace("top DECIMAL(10, 2))", "top DECIMAL(10, 2), low DECIMAL(10, 2))") \
+        .replace("MAX(price)\n", "MAX(price), MIN(price)\n")
+    assert added.count("MIN(price)") == 1 and added.count("low DECIMAL") == 1
+    continued, result = collect_run(spark, added, checkpoint, pipeline="Out")
+    assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
+    assert json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0][
+        "slots"]["window_first"] is True
+    uninterrupted = collect(spark, added, tmp_path / "uninterrupted", pipeline="Out")
+    seen = {line.split(",")[2] for line in (tmp_path / "bids" / "1.csv").read_text().splitlines()}
+    assert len(continued) == len(uninterrupted) == 6 and len(seen) == 3
+    assert continued == sorted(row[:-1] + ("NULL",) if row[0] in seen else row for row in uninterrupted)

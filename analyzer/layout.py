@@ -277,8 +277,8 @@ class StageLayout:
         windows and the ones it closes are a few ranges of keys; key first, every batch touches
         every key's range, and at the production size RocksDB's block cache missed 3.8 times as
         often and its flushes wrote 42% more (``docs: benchmarks``). Layouts recorded before have
-        the window last. Fixed for the checkpoint's life (the key is the state's schema; a session's
-        state is keyed by its group alone either way).
+        the window last. Fixed for the checkpoint's life: the key is the state's schema, and so is
+        a session's stored row (keyed by its group alone, it keeps the row in ``groupBy`` order).
     """
 
     plain: Slots

@@ -157,8 +157,8 @@ def stored_fields(state: DataFrame, layout: StageLayout, session: bool = False) 
     ``isEmpty``, ``max``), in buffer order, so they are taken by position: a field is one column,
     an exact sum two, the second saying the sum saw no value (its first is then 0, not NULL); a
     list or set is the bytes Spark serialized it to, read back (:mod:`spark_jobs.unsafe_rows`). A
-    ``session``'s state is keyed by its group and start, and keeps the whole row: the group again,
-    the session (``session_window``), then the buffer."""
+    ``session``'s state is keyed by its group and start, and keeps the whole row: the group again
+    and the session (``session_window``) in the order of its ``groupBy``, then the buffer."""
     key = state.schema["key"].dataType.names  # type: ignore[attr-defined]
     # The group keys, and the grouping set where the key has one; a session's start, or the window.
     *group, window_name = key if session or not layout.window_first else [*key[1:], key[0]]
@@ -167,7 +167,6 @@ def stored_fields(state: DataFrame, layout: StageLayout, session: bool = False) 
     # Two COUNTs make two columns named ``count``: each is renamed after its position.
     stored: T.StructType = state.schema["value"].dataType  # type: ignore[assignment]
     value = state["value"].cast(T.StructType([T.StructField(f"_{i}", f.dataType) for i, f in enumerate(stored)]))
-    # A session's value holds the row it groups by, in the order of its groupBy, then the buffer.
     window = F.col(f"key.`{window_name}`")
     if session:
         window = value.getField(f"_{0 if layout.window_first else len(group)}")

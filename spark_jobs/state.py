@@ -160,16 +160,19 @@ def stored_fields(state: DataFrame, layout: StageLayout, session: bool = False) 
     ``session``'s state is keyed by its group and start, and keeps the whole row: the group again
     and the session (``session_window``) in the order of its ``groupBy``, then the buffer."""
     key = state.schema["key"].dataType.names  # type: ignore[attr-defined]
-    # The group keys, and the grouping set where the key has one; a session's start, or the window.
-    *group, window_name = key if session or not layout.window_first else [*key[1:], key[0]]
-    keys = [F.col(f"key.`{name}`").alias(name) for name in group[:len(group) - int(layout.set_keyed)]]
-    grouping = F.col(f"key.`{group[-1]}`") if layout.set_keyed else F.lit(0)
     # Two COUNTs make two columns named ``count``: each is renamed after its position.
     stored: T.StructType = state.schema["value"].dataType  # type: ignore[assignment]
     value = state["value"].cast(T.StructType([T.StructField(f"_{i}", f.dataType) for i, f in enumerate(stored)]))
-    window = F.col(f"key.`{window_name}`")
-    if session:
-        window = value.getField(f"_{0 if layout.window_first else len(group)}")
+    # The group keys, and the grouping set where the key has one.
+    if session:  # keyed by the group and the session's start; the row holds what it groups by
+        group = key[:-1]
+        window = value.getField(f"_{_window_at(layout, len(group) + 1)}")
+    else:
+        at = _window_at(layout, len(key))
+        group = [*key[:at], *key[at + 1:]]
+        window = F.col(f"key.`{key[at]}`")
+    keys = [F.col(f"key.`{name}`").alias(name) for name in group[:len(group) - int(layout.set_keyed)]]
+    grouping = F.col(f"key.`{group[-1]}`") if layout.set_keyed else F.lit(0)
     columns = [*keys, grouping.alias(GROUPING_SET), window.alias("w")]
     position = len(group) + 1 if session else 0
     for field in _buffer(layout, {}):
@@ -219,7 +222,13 @@ def state_key(layout: StageLayout, keys: Sequence[str], window: Column) -> list[
     first (``StageLayout.window_first``), or last where the layout was recorded so; the
     grouping-set column where the key has it (``StageLayout.set_keyed``)."""
     grouped = [*map(F.col, keys), *([F.col(GROUPING_SET)] if layout.set_keyed else [])]
-    return [window, *grouped] if layout.window_first else [*grouped, window]
+    grouped.insert(_window_at(layout, len(grouped) + 1), window)
+    return grouped
+
+
+def _window_at(layout: StageLayout, width: int) -> int:
+    """Where the window stands among the ``width`` columns a stage of ``layout`` groups by."""
+    return 0 if layout.window_first else width - 1
 
 
 def grouping_set(layout: StageLayout) -> Column:

@@ -602,7 +602,7 @@ def _multiset(slot: Slot) -> Column:
             F.element_at(values, start).cast(slot.input_type).alias("key"),
             (F.element_at(bounds, k + 2) - start).cast("int").alias("value"))))
 
-    values = F.array_sort(F.coalesce(F.col(fields_of(slot)[0]), F.array().cast("array<string>")))
+    values = F.sort_array(F.coalesce(F.col(fields_of(slot)[0]), F.array().cast("array<string>")))
     return F.map_from_entries(_once(values, counted)).cast(T.MapType(slot.input_type, T.IntegerType()))
 
 
@@ -611,7 +611,7 @@ def _json_object(slot: Slot) -> Column:
     ``SqlJsonUtils.serializeJson``), NULL values as JSON nulls; ``{}`` where none. A NULL key, or a
     key twice in a window, fails the job, as it fails Flink's ("Map views don't support null keys",
     "Key '...' is already present")."""
-    pairs = F.array_sort(F.coalesce(F.col(fields_of(slot)[0]), F.array().cast(f"array<{KEYED}>")))
+    pairs = F.sort_array(F.coalesce(F.col(fields_of(slot)[0]), F.array().cast(f"array<{KEYED}>")))
 
     def checked(sorted_pairs: Column) -> Column:
         keys = F.transform(sorted_pairs, lambda p: p["k"])

@@ -434,6 +434,12 @@ class JobModel:
             named.setdefault(pipeline.name, pipeline)
         return named
 
+    @cached_property
+    def declared_types(self) -> Mapping[tuple[str, str], str]:
+        """Each declared column's type as written, by (table, column): what expressions are typed
+        from (:func:`analyzer.value_types.value_type`), gathered once rather than per expression."""
+        return {(t.name, c.name): c.type for t in self.tables.values() for c in t.columns if c.type}
+
     def emit_settings(self) -> dict[str, str]:
         """Early/late-fire settings: they change how windows emit, so they are part of the state."""
         return {k: v for k, v in self.settings.items() if k.startswith("table.exec.emit.")}

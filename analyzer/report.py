@@ -28,7 +28,7 @@ class Verdict(Enum):
 
     @property
     def severity(self) -> int:
-        return list(Verdict).index(self)
+        return _SEVERITY[self]
 
     def __lt__(self, other: object) -> bool:
         if not isinstance(other, Verdict):
@@ -43,6 +43,10 @@ class Verdict(Enum):
             Verdict.UNKNOWN: "cannot be decided from the SQL; a human must decide",
             Verdict.INCOMPATIBLE: "the state cannot be reused; clear it (archived) and let the new version take over",
         }[self]
+
+
+#: Each verdict's rank, as the enumeration orders them (a verdict is compared once per finding).
+_SEVERITY = {verdict: rank for rank, verdict in enumerate(Verdict)}
 
 
 @dataclass(frozen=True)

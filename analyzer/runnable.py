@@ -134,7 +134,7 @@ def _check_expressions(model: JobModel, pipeline: Pipeline) -> None:
     for stage in pipeline.stages():
         resolved += [*(a for agg in stage.aggregates for a in agg.args), *(agg.filter for agg in stage.aggregates),
                      *(k.value for k in stage.group_keys), *stage.filters]
-    for expr in (r.expr for r in resolved if r is not None):
+    for expr in (r.expr for r in resolved if r is not None and not isinstance(r.expr, (exp.Column, exp.Literal))):
         for node in expr.find_all(exp.Div, exp.Cast):
             _check_expression(model, node)
 

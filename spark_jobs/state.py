@@ -520,8 +520,8 @@ def in_arrival_order(kept: Column) -> Column:
 
     Spark's ``sort_array`` and a field taken from an array of structs run in the code Spark
     generates; ``array_sort`` (a lambda comparator) and ``transform`` are interpreted per element,
-    which cost ARRAY_AGG on TUMBLE 1 min 1.1 s more per million values (docs: benchmarks). The
-    arrivals are unique, so the order is the same with either sort."""
+    which cost 1.2-1.4 s more per million values kept (docs: benchmarks). The arrivals are unique,
+    so the order is the same with either sort."""
     return F.sort_array(kept)["v"]
 
 

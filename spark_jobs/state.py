@@ -540,10 +540,10 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
     if result is Result.ESTIMATE:
         return F.coalesce(F.hll_sketch_estimate(fields_of(slot)[0]), F.lit(0)).cast("long")
     if slot.keeps_set:
-        values = F.col(f"dv{slot.index}").cast(T.ArrayType(_value_type(slot)))
         if result is Result.COUNT:
             return F.size(F.col(f"dv{slot.index}")).cast("long")
         value_type = _value_type(slot)
+        values = F.col(f"dv{slot.index}").cast(T.ArrayType(value_type))
         total = F.aggregate(values, F.lit(None).cast(value_type),
                             lambda acc, x: F.coalesce(acc + x, x).cast(value_type))
         if result is Result.SUM:

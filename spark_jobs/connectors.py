@@ -22,8 +22,9 @@ Options prefixed ``spark.`` are passed to the Spark reader or writer unchanged (
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass
-from typing import Callable, Mapping
+from typing import Any, Callable, Mapping
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
@@ -41,6 +42,10 @@ TIMESTAMP_FORMAT = "yyyy-MM-dd HH:mm:ss.SSS"
 _KAFKA_STARTUP = {"earliest-offset": "earliest", "latest-offset": "latest"}
 #: A file sink's observed counts of a micro-batch: all its rows, and those of its first task.
 _ROWS, _FIRST_TASK_ROWS = "rows", "first_task_rows"
+#: How long a file sink waits for them once its batch is written (seconds). Spark sets them as the
+#: write ends; should they never come, the micro-batch fails (the next start runs it again) rather
+#: than hold the job while its heartbeat says it runs.
+OBSERVED_WITHIN_S = 60.0
 #: How a micro-batch is written into its own staging directory. The staging is private to the batch
 #: and a replay overwrites it, so Hadoop's job commit need not be atomic: its tasks move their
 #: files straight into it (algorithm 2, one rename per file where version 1 takes two) and no
@@ -181,7 +186,7 @@ class FileSink:
         if self.fmt in ("csv", "json"):
             writer = writer.option("timestampFormat", TIMESTAMP_FORMAT)
         writer.save(staging)
-        counted = rows.get
+        counted = observed(rows)
         if not counted[_ROWS]:
             storage.delete(staging)  # no window closed in this batch: no file
             return
@@ -197,6 +202,19 @@ class FileSink:
         failpoints.reach("sink.placed")
         storage.delete(staging)
 
+
+def observed(observation: Observation, within_s: float = OBSERVED_WITHIN_S) -> dict[str, Any]:
+    """The metrics of an observed action that has run; :class:`TimeoutError` when they do not come
+    within ``within_s`` (PySpark's own ``get`` waits without a bound)."""
+    assert observation._jo is not None, "observe a DataFrame first"
+    future = observation._jo.future()
+    deadline = time.monotonic() + within_s
+    while not future.isCompleted():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"the micro-batch's observed row counts did not come within {within_s:g} s "
+                               "of its write")
+        time.sleep(0.01)
+    return observation.get
 
 
 def print_sink(df: DataFrame, batch_id: int) -> None:

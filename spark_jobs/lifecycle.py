@@ -39,7 +39,8 @@ log = logging.getLogger("stategate.lifecycle")
 
 #: How often a driver says it still runs, and looks for a stop request, by default (seconds).
 HEARTBEAT_S = 10.0
-#: How often the driver looks at its queries (seconds): how soon it notices one ended.
+#: How often the driver looks at its queries (seconds) between heartbeats; it notices the end of
+#: the first still running at once.
 _POLL_S = 0.5
 #: What a driver prints once it runs (a detached launch waits for it), and where its environment
 #: says its output goes (it says so in its announcement).
@@ -116,7 +117,7 @@ class Supervisor:
                     continue
                 if time.monotonic() - beat >= self.heartbeat_s:
                     app, beat = self._announce(app, app.state), time.monotonic()
-                time.sleep(min(_POLL_S, self.heartbeat_s))
+                _await_end(active[0], min(_POLL_S, self.heartbeat_s))
         except BaseException as error:
             for query in queries:
                 if query.isActive:
@@ -145,6 +146,17 @@ class Supervisor:
                       state_rows={**app.state_rows, **_state_rows(self._queries)})
         self.checkpoint.announce(app)
         return app
+
+
+def _await_end(query: StreamingQuery, seconds: float) -> None:
+    """Wait up to ``seconds``, returning as soon as ``query`` ends: an ``available-now`` job's
+    process ends with its input, not up to a poll later. How it ended is read by the caller."""
+    from pyspark.errors import StreamingQueryException
+
+    try:
+        query.awaitTermination(seconds)  # type: ignore[arg-type]  # hinted int; it takes any seconds (ms = int(s * 1000))
+    except StreamingQueryException:
+        pass  # the query's error, which the supervisor reads from the query itself
 
 
 def _state_rows(queries: dict[str, StreamingQuery]) -> dict[str, tuple[int, int]]:

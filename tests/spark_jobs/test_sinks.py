@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 from stategate.analyzer import build
-from stategate.spark_jobs.connectors import kafka_sink_options, kafka_source_options, schema_ddl
+from stategate.spark_jobs.connectors import kafka_sink_options, kafka_source_options, observed, schema_ddl
 from stategate.spark_jobs.job import run
 from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER, DATA
 
@@ -155,3 +155,18 @@ def test_only_tasks_with_rows_leave_a_file(spark, tmp_path, fmt: str) -> None:
             "parquet": pd.read_parquet}[fmt]
     assert all(part.stat().st_size for part in parts)
     assert sum(len(read(part)) for part in parts) == 2
+
+
+def test_a_write_whose_row_counts_never_come_fails_its_batch(spark) -> None:
+    """A file sink reads what its write observed to know which files to place; counts that never
+    come (here: no action ran) fail the micro-batch within the bound instead of holding the job,
+    and counts of a write that ran are read as they are."""
+    from pyspark.sql import Observation
+    from pyspark.sql import functions as F
+
+    waiting, ran = Observation(), Observation()
+    spark.range(3).observe(waiting, F.count(F.lit(1)).alias("rows"))
+    with pytest.raises(TimeoutError, match="did not come within 0.2 s"):
+        observed(waiting, within_s=0.2)
+    spark.range(5).observe(ran, F.count(F.lit(1)).alias("rows")).collect()
+    assert observed(ran, within_s=0.2) == {"rows": 5}

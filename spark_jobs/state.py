@@ -614,20 +614,20 @@ def _json_object(slot: Slot) -> Column:
     pairs = F.sort_array(F.coalesce(F.col(fields_of(slot)[0]), F.array().cast(f"array<{KEYED}>")))
 
     def checked(sorted_pairs: Column) -> Column:
-        keys = F.transform(sorted_pairs, lambda p: p["k"])
+        keys = sorted_pairs["k"]
+        # Sorted, a NULL key comes first and a key twice comes side by side; only a failing
+        # window looks for which key it was.
         twice = F.filter(F.sequence(F.lit(2), F.greatest(F.size(keys), F.lit(2))),
                          lambda i: (i <= F.size(keys)) & (F.element_at(keys, i) == F.element_at(keys, i - 1)))
-        entries = F.transform(sorted_pairs, lambda p: F.struct(p["k"].alias("key"),
-                                                               p["v"].cast(slot.input_type).alias("value")))
-        return (F.when(F.exists(keys, lambda k: k.isNull()),
+        return (F.when((F.size(keys) > 0) & F.element_at(keys, 1).isNull(),
                        F.raise_error(F.lit(f"{slot.aggregate.written}: a key is NULL; JSON_OBJECTAGG takes none, as "
                                            "Flink's fails on one")))
-                .when(F.size(twice) > 0,
+                .when(F.size(F.array_distinct(keys)) < F.size(keys),
                       F.raise_error(F.concat(F.lit(f"{slot.aggregate.written}: key '"),
                                              F.element_at(keys, F.element_at(twice, 1)),
                                              F.lit("' is already present; JSON_OBJECTAGG takes each key once in a "
                                                    "window, as Flink's does"))))
-                .otherwise(F.to_json(F.map_from_entries(entries))))
+                .otherwise(F.to_json(F.map_from_arrays(keys, sorted_pairs["v"].cast(T.ArrayType(slot.input_type))))))
 
     return _once(pairs, checked)
 

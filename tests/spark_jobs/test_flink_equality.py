@@ -37,7 +37,8 @@ def test_every_window_kind_equals_flink(spark, tmp_path, fixture: Path) -> None:
     (["2020-04-15 08:01:00.000,2.00,1,0.5,s1", "2020-04-15 08:02:00.000,3.00,1,0.5,s1"],
      "key '1' is already present"),
     (["2020-04-15 08:01:00.000,2.00,,0.5,s1"], "a key is NULL"),
-], ids=["key-twice", "null-key"])
+    (["2020-04-15 08:01:00.000,2.00,7,0.5,s1", "2020-04-15 08:02:00.000,3.00,,0.5,s1"], "a key is NULL"),
+], ids=["key-twice", "null-key", "null-key-after-another"])
 def test_a_json_object_that_flink_cannot_build_fails_the_job_as_it_fails_flink(spark, tmp_path, bids: list[str],
                                                                              message: str) -> None:
     """Flink fails a JSON_OBJECTAGG whose window holds a key twice ("Key '1' is already present.

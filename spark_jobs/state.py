@@ -619,7 +619,7 @@ def _json_object(slot: Slot) -> Column:
         # window looks for which key it was.
         twice = F.filter(F.sequence(F.lit(2), F.greatest(F.size(keys), F.lit(2))),
                          lambda i: (i <= F.size(keys)) & (F.element_at(keys, i) == F.element_at(keys, i - 1)))
-        return (F.when((F.size(keys) > 0) & F.element_at(keys, 1).isNull(),
+        return (F.when((F.size(keys) > 0) & F.try_element_at(keys, F.lit(1)).isNull(),
                        F.raise_error(F.lit(f"{slot.aggregate.written}: a key is NULL; JSON_OBJECTAGG takes none, as "
                                            "Flink's fails on one")))
                 .when(F.size(F.array_distinct(keys)) < F.size(keys),

@@ -62,6 +62,9 @@ SLOTS_SETTING = WIDTH_SETTINGS[Pool.PLAIN]
 #: A pipeline whose state can be re-seeded (:mod:`analyzer.reseed`) gets none: a change that does
 #: not fit re-seeds instead, so no row pays for a redeploy that may never come.
 HEADROOM = 2
+#: The identity of the aggregate whose value is a group's row count, which every layout keeps
+#: (``StageLayout.counted``).
+ROW_COUNT = "COUNT(*)"
 #: The scale exact values are kept at in generic slots, and in shaped ones whose argument's scale
 #: is not certain (or that were recorded before shapes carried a scale).
 EXACT_SCALE = 18
@@ -208,14 +211,16 @@ class Slots:
         return dict(self.assigned)[identity]
 
     def evolve(self, shapes: Mapping[str, Shape], watermark_ms: int | None, retire_until_ms: int | None,
-               what: Pool) -> Slots:
+               what: Pool, pinned: int | None = None) -> Slots:
         """The pool holding ``shapes`` (aggregate identity → shape, in query order): kept aggregates
         stay, dropped ones retire, added ones take a free slot of their own shape, else a free
-        generic one."""
+        generic one; never slot ``pinned`` (``StageLayout.counted``)."""
         old = dict(self.assigned)
         kept = {i: old[i] for i in shapes if i in old}
         retired = [*self.retired, *(Retired(s, i, retire_until_ms) for i, s in self.assigned if i not in kept)]
         busy = set(kept.values()) | {r.slot for r in retired if not r.free_at(watermark_ms)}
+        if pinned is not None:  # its field is the row count: no aggregate starts from zero there
+            busy.add(pinned)
         free = [s for s in range(self.width) if s not in busy]
         added = [i for i in shapes if i not in kept]
         taken: dict[str, int] = {}
@@ -279,6 +284,13 @@ class StageLayout:
         often and its flushes wrote 42% more (``docs: benchmarks``). Layouts recorded before have
         the window last. Fixed for the checkpoint's life: the key is the state's schema, and so is
         a session's stored row (keyed by its group alone, it keeps the row in ``groupBy`` order).
+    :param counted: the plain slot of a ``COUNT(*)`` (:data:`ROW_COUNT`) whose value is the row
+        count every layout keeps (``n``: it says which groups exist and shapes sessions). That slot
+        has no field of its own, so a query counting its rows keeps Spark's own width, not one count
+        more. A fresh layout's COUNT(*) has counted every row, and so has a re-seeded one's carried
+        from a layout where it was the row count; one added at a re-seed starts from zero, which the
+        row count does not. Fixed for the checkpoint's life: the slot is never given to another
+        aggregate, nor to a COUNT(*) added again after it was dropped (that one starts from zero).
     """
 
     plain: Slots
@@ -288,6 +300,7 @@ class StageLayout:
     set_keyed: bool = True
     whole: bool = True
     window_first: bool = True
+    counted: int | None = None
 
     def pool(self, pool: Pool) -> Slots:
         return {Pool.PLAIN: self.plain, Pool.TEXT: self.text, Pool.DISTINCT: self.distinct}[pool]
@@ -300,25 +313,35 @@ class StageLayout:
                 return pool, assigned[identity]
         raise KeyError(identity)
 
+    @property
+    def counts_rows(self) -> bool:
+        """Whether its COUNT(*) is its row count now (not dropped since: :attr:`counted`)."""
+        return self.counted is not None and dict(self.plain.assigned).get(ROW_COUNT) == self.counted
+
     def to_dict(self) -> dict[str, Any]:
         return {**{pool.value: self.pool(pool).to_dict() for pool in Pool}, **({SEEDED: True} if self.seeded else {}),
                 **({SET_KEYED: False} if not self.set_keyed else {}), **({WHOLE: True} if self.whole else {}),
-                **({WINDOW_FIRST: True} if self.window_first else {})}
+                **({WINDOW_FIRST: True} if self.window_first else {}),
+                **({COUNTED: self.counted} if self.counted is not None else {})}
 
     @classmethod
     def of(cls, pools: Mapping[Pool, Slots], seeded: bool = False, set_keyed: bool = True,
-           whole: bool = True, window_first: bool = True) -> StageLayout:
-        return cls(pools[Pool.PLAIN], pools[Pool.TEXT], pools[Pool.DISTINCT], seeded, set_keyed, whole, window_first)
+           whole: bool = True, window_first: bool = True, counted: int | None = None) -> StageLayout:
+        return cls(pools[Pool.PLAIN], pools[Pool.TEXT], pools[Pool.DISTINCT], seeded, set_keyed, whole, window_first,
+                   counted)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageLayout:
+        counted = data.get(COUNTED)
         return cls.of({pool: Slots.from_dict(data[pool.value]) for pool in Pool}, bool(data.get(SEEDED, False)),
-                      bool(data.get(SET_KEYED, True)), bool(data.get(WHOLE, False)), bool(data.get(WINDOW_FIRST, False)))
+                      bool(data.get(SET_KEYED, True)), bool(data.get(WHOLE, False)), bool(data.get(WINDOW_FIRST, False)),
+                      None if counted is None else int(counted))
 
 
 #: The keys of a re-seeded stage, of one whose state key has no grouping-set column, of one whose
-#: state keeps every field, and of one whose state key starts with the window, in a recorded layout.
-SEEDED, SET_KEYED, WHOLE, WINDOW_FIRST = "seeded", "gs", "whole", "window_first"
+#: state keeps every field, of one whose state key starts with the window, and of the slot whose
+#: count is the row count, in a recorded layout.
+SEEDED, SET_KEYED, WHOLE, WINDOW_FIRST, COUNTED = "seeded", "gs", "whole", "window_first", "counted"
 
 
 @dataclass(frozen=True)
@@ -375,7 +398,7 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
                 raise NoRoom(f"pipeline {pipeline.name}: its state must be re-seeded into the new number of "
                              "state partitions", pipeline.name, unseedable)
             reseeded.add(pipeline.name)
-            pipelines[pipeline.name] = tuple(replace(_fresh(model, stage, headroom), seeded=True) for stage in chain)
+            pipelines[pipeline.name] = _reseeded(model, chain, old, headroom)
             continue
         watermark = (watermarks or {}).get(pipeline.name)
         stages = []
@@ -383,9 +406,10 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
             until = _retire_until(model, stage, watermark)
             pooled = _pooled(model, stage)
             try:
-                evolved = StageLayout.of({pool: layout.pool(pool).evolve(pooled[pool], watermark, until, pool)
-                                          for pool in Pool}, layout.seeded, layout.set_keyed, layout.whole,
-                                         layout.window_first)
+                plain, text, distinct = (layout.pool(pool).evolve(pooled[pool], watermark, until, pool,
+                                                                  layout.counted if pool is Pool.PLAIN else None)
+                                         for pool in Pool)
+                evolved = replace(layout, plain=plain, text=text, distinct=distinct)
                 if position and not layout.whole and any(evolved.pool(p).assigned != layout.pool(p).assigned
                                                          for p in Pool):
                     # Its state holds the fields its aggregates had: any other set is another schema.
@@ -396,7 +420,7 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
                 if unseedable is not None:
                     raise NoRoom(f"pipeline {pipeline.name}: {error}", pipeline.name, unseedable) from None
                 reseeded.add(pipeline.name)
-                stages = [replace(_fresh(model, stage, headroom), seeded=True) for stage in chain]
+                stages = list(_reseeded(model, chain, old, headroom))
                 break
         pipelines[pipeline.name] = tuple(stages)
     return JobLayout(pipelines, reseeded=frozenset(reseeded))
@@ -476,7 +500,17 @@ def _pooled(model: JobModel, stage: WindowAggregate) -> dict[Pool, dict[str, Sha
     return pooled
 
 
-def _fresh(model: JobModel, stage: WindowAggregate, headroom: int) -> StageLayout:
+def _reseeded(model: JobModel, chain: tuple[WindowAggregate, ...], old: tuple[StageLayout, ...],
+              headroom: int) -> tuple[StageLayout, ...]:
+    """Fresh layouts for a chain whose deployed state (``old``, stage by stage) is carried into them."""
+    return tuple(replace(_fresh(model, stage, headroom, was.counts_rows), seeded=True)
+                 for stage, was in zip(chain, old))
+
+
+def _fresh(model: JobModel, stage: WindowAggregate, headroom: int, rows_counted: bool = True) -> StageLayout:
+    """A layout with the widths of the first deploy. Its COUNT(*) is the row count
+    (``StageLayout.counted``) where its every group's rows were counted: ``rows_counted``, false for
+    a re-seed from a state whose row count was not its COUNT(*)."""
     pooled = _pooled(model, stage)
     pools = {}
     for pool in Pool:
@@ -485,7 +519,8 @@ def _fresh(model: JobModel, stage: WindowAggregate, headroom: int) -> StageLayou
         width = max(len(shaped), _setting(model, WIDTH_SETTINGS[pool], len(shaped) + spare))
         pools[pool] = Slots(tuple((shaped + [GENERIC] * width)[:width])).evolve(pooled[pool], None, None, pool)
     keyed = any(not k.is_window for k in stage.group_keys)
-    return StageLayout.of(pools, set_keyed=stage.grouping_sets is not None or not keyed)
+    counted = dict(pools[Pool.PLAIN].assigned).get(ROW_COUNT) if rows_counted else None
+    return StageLayout.of(pools, set_keyed=stage.grouping_sets is not None or not keyed, counted=counted)
 
 
 def _setting(model: JobModel, key: str, default: int) -> int:

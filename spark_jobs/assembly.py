@@ -137,8 +137,8 @@ class WindowAssembler:
         last = F.least(last_end, F.col(_HIGH))
         end = F.col(_END)
         ends = F.explode(F.sequence(first, last, F.lit(self.slicer.step_us))).alias(_END)
-        values = [state.ROWS, *(f for slot in self.slots for f in state.fields_of(slot))]
-        pooled = [F.col(state.ROWS), *(c for slot in self.slots for c in state.pooled(slot))]
+        values = [name for name, _ in state.window_fields(self.slots)]
+        pooled = state.pooled(self.slots)
         window = F.struct(F.timestamp_micros(self.slicer.start_of(end)).alias("start"),
                           F.timestamp_micros(end).alias("end"))
         order = (-start if self.slicer.kind.latest_first else start).alias(_SLICE)

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES, keeps_set, state_of
+from stategate.analyzer.aggregates import AGGREGATES, Pool, keeps_set, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import JobLayout, StageLayout, value_of
 from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, OrderKey, Output,
@@ -256,7 +256,8 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
     """The aggregate's place in the buffer, and its value family from its input's Spark type."""
     pool, index = layout.slot_of(agg.identity)
     if value is None:
-        return Slot(agg, pool, index, None, Family.EXACT, T.LongType(), flt)
+        return Slot(agg, pool, index, None, Family.EXACT, T.LongType(), flt,
+                    counts_rows=pool is Pool.PLAIN and index == layout.counted)
     data_type = projected.schema[value].dataType
     shape = layout.pool(pool).shapes[index]
     family = shape.kept_family(state.family_of(data_type, agg.function))

@@ -12,7 +12,8 @@ identity, each slot with the fields of its shape (:mod:`analyzer.aggregates`)::
 
     key:   w (slice), k0..kn (group keys, by position), gs (grouping set: with GROUPING SETS only)
            (the window last in layouts recorded before: :func:`state_key`)
-    value: n          rows of the group (shapes sessions and windows)
+    value: n          rows of the group (shapes sessions and windows); a COUNT(*)'s count, where
+                      the layout says so (``StageLayout.counted``: the row then holds no second count)
            c<i>       values counted by plain slot i (COUNT, AVG)
            x<i>       the exact sum (decimal(p, s)) of plain slot i (SUM, AVG)
            d<i>       floating point: the sum, MIN or MAX of plain slot i
@@ -53,8 +54,9 @@ from stategate.analyzer.value_types import MAX_DIGITS, Family
 from stategate.spark_jobs import unsafe_rows
 
 #: The internal row count every layout keeps, whatever the query's aggregates: it says which
-#: (key, window) groups exist and shapes sessions. It is not the user's COUNT(*), which has a slot
-#: of its own and so starts from zero when it is added, as the PARTIAL verdict promises.
+#: (key, window) groups exist and shapes sessions. The user's COUNT(*) has a slot of its own, and so
+#: starts from zero when it is added, as the PARTIAL verdict promises; one that has counted every
+#: row of its groups (``StageLayout.counted``) reads this field instead of keeping the same count twice.
 ROWS = "n"
 #: The column numbering a row's grouping set (0 without GROUPING SETS).
 GROUPING_SET = "gs"
@@ -117,6 +119,7 @@ class Slot:
     input_type: T.DataType
     filter: str | None = None  # input column holding its FILTER (WHERE ...) predicate
     key: str | None = None  # input column holding its key, for an aggregate keeping values by key
+    counts_rows: bool = False  # a COUNT(*) whose count is the row count (``StageLayout.counted``)
 
     @property
     def function(self) -> str:
@@ -346,6 +349,8 @@ class _Field:
 
 def slot_fields(slot: Slot) -> list[tuple[str, str]]:
     """``(buffer field, aggregate function)`` of each field an aggregate updates and reads."""
+    if slot.counts_rows:
+        return [(ROWS, "count")]
     return [(f"{field.stem}{slot.index}", function)
             for field, function in state_of(slot.function, slot.family, slot.aggregate.distinct)]
 
@@ -354,6 +359,8 @@ def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_F
     fields = [_Field(ROWS, "count", "int", None)]
     for pool in Pool:
         for i, shape in enumerate(layout.pool(pool).shapes):
+            if pool is Pool.PLAIN and i == layout.counted:
+                continue  # its count is the row count
             slot = slots.get((pool, i))
             held = dict(slot_fields(slot)) if slot else {}
             for field in shape.fields(pool):
@@ -483,10 +490,13 @@ def combine(slots: Sequence[Slot], slice_order: Column) -> list[Column]:
     """Stage 2: a window's values, from the buffers of its slices: only the fields the query's
     aggregates read (a window is emitted once, so its row needs no fixed schema). ``slice_order``
     orders a window's slices as Flink merges them, for the lists kept in arrival order."""
-    columns = [F.sum(ROWS).alias(ROWS)]
-    for slot in slots:
-        columns += [_merged(name, function, slice_order) for name, function in slot_fields(slot)]
-    return columns
+    return [_merged(name, function, slice_order) for name, function in window_fields(slots)]
+
+
+def window_fields(slots: Sequence[Slot]) -> list[tuple[str, str]]:
+    """``(buffer field, aggregate function)`` of the row count and of each field the aggregates
+    read, each once (a COUNT(*) that is the row count reads it)."""
+    return list(dict([(ROWS, "count"), *(f for slot in slots for f in slot_fields(slot))]).items())
 
 
 def fields_of(slot: Slot) -> list[str]:
@@ -508,11 +518,12 @@ def _merged(name: str, function: str, slice_order: Column) -> Column:
     return getattr(F, merge)(name).alias(name)
 
 
-def pooled(slot: Slot) -> list[Column]:
-    """The fields of a slice that windows are assembled from: as kept, but a list kept with arrivals
-    as its values in arrival order, sorted once per slice rather than once per window holding it."""
+def pooled(slots: Sequence[Slot]) -> list[Column]:
+    """The fields of a slice that windows are assembled from (:func:`window_fields`): as kept, but a
+    list kept with arrivals as its values in arrival order, sorted once per slice rather than once
+    per window holding it."""
     return [in_arrival_order(F.col(name)).alias(name) if function == ALL_BY_ARRIVAL else F.col(name)
-            for name, function in slot_fields(slot)]
+            for name, function in window_fields(slots)]
 
 
 def in_arrival_order(kept: Column) -> Column:

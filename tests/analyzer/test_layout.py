@@ -102,7 +102,7 @@ def test_reordering_keeps_every_slot_and_adding_takes_a_free_one() -> None:
 
 
 def test_a_retired_slot_is_reused_only_once_no_open_window_can_hold_its_values() -> None:
-    signature = deployed(job("SUM(price), MAX(price), MIN(price), COUNT(*)"))  # width 6
+    signature = deployed(job("SUM(price), MAX(price), MIN(price), COUNT(item)"))  # width 6
     retired_at = 1_000_000
     dropped = state_signature(build(job("SUM(price)")), plan(build(job("SUM(price)")),
                                                            JobLayout.from_signature(signature),
@@ -118,6 +118,26 @@ def test_a_retired_slot_is_reused_only_once_no_open_window_can_hold_its_values()
     # Each retired slot takes an aggregate of its own shape; the rest take the generic slots.
     assert reused == {"SUM(Bid.price)": 0, "MAX(Bid.price)": 1, "MIN(Bid.price)": 2, "COUNT(Bid.item)": 3,
                       "AVG(Bid.price)": 4, "MIN(Bid.bidtime)": 5}
+
+
+def test_a_count_of_every_row_is_the_row_count_and_its_slot_is_never_reused() -> None:
+    """A fresh layout keeps an unfiltered COUNT(*) in the row count every layout has, so a state
+    row holds no second count. Dropped, its slot goes on counting rows: nothing added later starts
+    there, not even COUNT(*) again, which must start from zero in the windows already open."""
+    signature = deployed(job("SUM(price), COUNT(*)", "SET 'stategate.state.slots' = '3';\n"))
+    stage = signature["pipelines"]["select#1"]["stages"][0]["slots"]
+    assert stage["counted"] == 1 and stage["plain"]["assigned"] == {"SUM(Bid.price)": 0, "COUNT(*)": 1}
+    assert JobLayout.from_signature(signature).pipelines["select#1"][0].counts_rows
+    freed = {"select#1": 10**12}  # every window open at a retirement long closed
+    dropped = state_signature(build(job("SUM(price)")), plan(build(job("SUM(price)")),
+                                                           JobLayout.from_signature(signature), freed))
+    again = plan(build(job("SUM(price), COUNT(*)")), JobLayout.from_signature(dropped), freed).pipelines["select#1"][0]
+    assert dict(again.plain.assigned)["COUNT(*)"] == 2 and again.counted == 1 and not again.counts_rows
+    with pytest.raises(NoRoom, match="only 1 of 3 plain slots are free"):
+        plan(build(job("SUM(price), COUNT(*), COUNT(item)")), JobLayout.from_signature(dropped), freed)
+    # A count of some rows, or of values, is not the row count.
+    for other in ("COUNT(*) FILTER (WHERE price > 1)", "COUNT(item)", "COUNT(DISTINCT item)"):
+        assert "counted" not in deployed(job(f"SUM(price), {other}"))["pipelines"]["select#1"]["stages"][0]["slots"]
 
 
 def test_a_free_shaped_slot_takes_only_an_aggregate_of_its_shape() -> None:

@@ -126,6 +126,30 @@ def test_added_aggregate_starts_from_zero_at_the_restart(spark, tmp_path, window
     assert any(a != u for a, u in zip(after, open_rows))
 
 
+@pytest.mark.parametrize("window, windows_of", [
+    (TUMBLE, lambda t: window_of(t, 10)),
+    (HOP, lambda t: window_of(t, 10, 5)),
+])
+def test_a_count_of_every_row_dropped_and_added_again_starts_from_zero(spark, tmp_path, window, windows_of) -> None:
+    """v1's COUNT(*) is its state's row count (no second count a row). v2 drops it, and the row
+    count goes on; v3 adds it again, and it counts only the rows after v3's restart, as PARTIAL
+    promises, never the row count of the windows already open."""
+    v1 = query("window_start, window_end, supplier_id, SUM(price) AS s, COUNT(*) AS n", window=window)
+    v2 = query("window_start, window_end, supplier_id, SUM(price) AS s", window=window)
+    source, checkpoint = tmp_path / "source", tmp_path / "checkpoint"
+    write(source, "a1.csv", PART_A[:3])
+    collect(spark, bid_ddl(source) + v1, checkpoint)
+    write(source, "a2.csv", PART_A[3:])
+    collect(spark, bid_ddl(source) + v2, checkpoint)
+    write(source, "b.csv", PART_B, closer=True)
+    after = collect(spark, bid_ddl(source) + v1, checkpoint)
+    counts = reference(PART_B, windows_of, len)
+    totals = reference(PART_A + PART_B, windows_of, lambda v: f"{sum(v):.2f}")
+    assert after and all(r[3:] == (totals[r[:3]], str(counts.get(r[:3], 0))) for r in after), after
+    # s1 08:10 window: D (08:12) under v2, F (08:15) under v3: one row counted, not the window's two.
+    assert ("2020-04-15 08:10:00", "2020-04-15 08:20:00", "s1", "12.00", "1") in after
+
+
 def test_added_time_and_floating_point_aggregates_start_from_zero(spark, tmp_path) -> None:
     """A MAX of doubles and a MIN of times (kept as microseconds) added to a deployed job: the job
     has no room for them (it re-seeds, :mod:`spark_jobs.reseed`), and each starts from zero."""

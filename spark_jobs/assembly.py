@@ -128,9 +128,8 @@ class WindowAssembler:
     @cached_property
     def _plan(self) -> _AssemblyPlan:
         """The batch-independent columns, built once: each column is a round trip to the JVM (a
-        column named by a string too, about 1 ms). On the HOP 60 / 1 benchmark job, the Python that
-        plans a batch's windows took 85 ms a batch with the columns rebuilt every batch, 56 ms with
-        them built once (1.02 s and 0.67 s of its 26 s)."""
+        column named by a string too), which every micro-batch would pay again (docs: benchmarks,
+        where the time goes)."""
         start, end = F.unix_micros(F.col("w.start")), F.unix_micros(F.col("w.end"))
         last_end = self.slicer.last_end(start)
         first = F.greatest(self.slicer.first_end(end), F.col(_LOW))

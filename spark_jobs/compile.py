@@ -388,8 +388,7 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
     """Closed windows of the stage → the query's rows: Top-N, SELECT list, the sink's types. With
     ``after_ms`` (a take-over's cutover watermark) only windows ending after it: the archived
     version emitted the others."""
-    # The columns are built once here, not per micro-batch: each is a round trip to the JVM, and a
-    # batch rebuilding them all cost 60-190 ms (measured on the TUMBLE benchmark job).
+    # The columns are built once here, not per micro-batch: each is a round trip to the JVM.
     windows, mapping = _window_columns(stage)
     rank_key = sql_key(exp.column(topn.rank_column, table=RANK_MARKER)) if topn else None
     if rank_key:

@@ -135,6 +135,7 @@ def test_a_count_of_every_row_is_the_row_count_and_its_slot_is_never_reused() ->
     assert dict(again.plain.assigned)["COUNT(*)"] == 2 and again.counted == 1 and not again.counts_rows
     with pytest.raises(NoRoom, match="only 1 of 3 plain slots are free"):
         plan(build(job("SUM(price), COUNT(*), COUNT(item)")), JobLayout.from_signature(dropped), freed)
+    assert deployed(job("SUM(price), COUNT(1)"))["pipelines"]["select#1"]["stages"][0]["slots"]["counted"] == 1
     # A count of some rows, or of values, is not the row count.
     for other in ("COUNT(*) FILTER (WHERE price > 1)", "COUNT(item)", "COUNT(DISTINCT item)"):
         assert "counted" not in deployed(job(f"SUM(price), {other}"))["pipelines"]["select#1"]["stages"][0]["slots"]

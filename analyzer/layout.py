@@ -313,6 +313,10 @@ class StageLayout:
                 return pool, assigned[identity]
         raise KeyError(identity)
 
+    def is_row_count(self, pool: Pool, slot: int) -> bool:
+        """Whether ``slot`` of ``pool`` is the row count's (:attr:`counted`): it has no field of its own."""
+        return pool is Pool.PLAIN and slot == self.counted
+
     @property
     def counts_rows(self) -> bool:
         """Whether its COUNT(*) is its row count now (not dropped since: :attr:`counted`)."""

@@ -29,7 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES, Pool, keeps_set, state_of
+from stategate.analyzer.aggregates import AGGREGATES, keeps_set, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import JobLayout, StageLayout, value_of
 from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, OrderKey, Output,
@@ -257,7 +257,7 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
     pool, index = layout.slot_of(agg.identity)
     if value is None:
         return Slot(agg, pool, index, None, Family.EXACT, T.LongType(), flt,
-                    counts_rows=pool is Pool.PLAIN and index == layout.counted)
+                    counts_rows=layout.is_row_count(pool, index))
     data_type = projected.schema[value].dataType
     shape = layout.pool(pool).shapes[index]
     family = shape.kept_family(state.family_of(data_type, agg.function))

@@ -251,13 +251,13 @@ def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, ba
     for pool in Pool:
         before = dict(old.pool(pool).assigned)
         for identity, slot in new.pool(pool).assigned:
-            if identity not in before or (pool is Pool.PLAIN and slot == new.counted):
+            if identity not in before or new.is_row_count(pool, slot):
                 continue  # an added aggregate has nothing to carry; a COUNT(*) that is the row count carries it
             shape = new.pool(pool).shapes[slot]
             for position, field in enumerate(shape.fields(pool)):
                 # An integer's field was an exact number's in a slot made before integers had one.
                 stems = [field.stem, *([shape.as_exact.fields(pool)[position].stem] if field is INTEGER_VALUE else [])]
-                names = [ROWS] if pool is Pool.PLAIN and before[identity] == old.counted else \
+                names = [ROWS] if old.is_row_count(pool, before[identity]) else \
                     [f"{stem}{before[identity]}" for stem in stems]
                 name = next((n for n in names if n in groups.columns), None)
                 if name is not None:

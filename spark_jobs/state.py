@@ -359,7 +359,7 @@ def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_F
     fields = [_Field(ROWS, "count", "int", None)]
     for pool in Pool:
         for i, shape in enumerate(layout.pool(pool).shapes):
-            if pool is Pool.PLAIN and i == layout.counted:
+            if layout.is_row_count(pool, i):
                 continue  # its count is the row count
             slot = slots.get((pool, i))
             held = dict(slot_fields(slot)) if slot else {}

@@ -210,7 +210,6 @@ class FileSink:
         storage.delete(staging)
 
 
-
 def observed(observation: Observation, within_s: float = OBSERVED_WITHIN_S) -> dict[str, Any]:
     """The metrics of an observed action that has run; :class:`TimeoutError` when they do not come
     within ``within_s`` (PySpark's own ``get`` waits without a bound)."""

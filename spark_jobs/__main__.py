@@ -102,8 +102,6 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _run(spark, args)
     finally:
-        # Stopped while this process still answers: Spark's listener bus delivers the last query
-        # events to the Python listener (spark_jobs.late_rows), which fails loudly once it is gone.
         spark.stop()
 
 

@@ -19,7 +19,6 @@ from stategate.spark_jobs.compile import CompiledPipeline, compile_pipeline
 from stategate.spark_jobs.connectors import BatchWriter, batch_writer
 from stategate.spark_jobs.cutover import BOUNDED, FULL, REPLAY_POLICIES, Cutover, TakeOver, cutovers
 from stategate.spark_jobs.guard import CheckpointGuard
-from stategate.spark_jobs.late_rows import late_rows
 from stategate.spark_jobs.lifecycle import HEARTBEAT_S, Supervisor
 from stategate.spark_jobs.rescale import Repartitioned, carry_partitions
 from stategate.spark_jobs.reseed import Reseed, begin, carry, finish, undo_unused
@@ -133,13 +132,11 @@ def run(
             state.seed_source_log(name, number, list(files))
     supervisor = Supervisor(state, sql, trigger, heartbeat_s)
     queries = []
-    listener = late_rows(spark)
     try:
         with job_settings(spark, settings):
             for plan, writer in zip(compiled, batch_writers):
                 queries.append(_start(plan, writer, query_dir(checkpoint, plan.pipeline.name), options,
                                       supervisor.batch_starting))
-                listener.watch(queries[-1], plan.pipeline.name)
     except BaseException:
         for query in queries:
             if query.isActive:

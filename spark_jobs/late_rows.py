@@ -18,45 +18,48 @@ exactly when none were; this module turns it into a warning per batch and pipeli
 from __future__ import annotations
 
 import logging
-import weakref
+from typing import TYPE_CHECKING, Mapping
 
-from pyspark.sql import SparkSession
-from pyspark.sql.streaming import StreamingQuery, StreamingQueryListener
+if TYPE_CHECKING:
+    from pyspark.sql.streaming import StreamingQuery
+    from pyspark.sql.streaming.listener import StreamingQueryProgress
 
 log = logging.getLogger("stategate.late_rows")
 
 
-class LateRows(StreamingQueryListener):
-    """Logs a warning for each micro-batch in which a watched query dropped late rows."""
+class LateRows:
+    """Warns of each micro-batch in which a query dropped late rows, read from the queries' own
+    progress by the job's supervisor between its looks at them (:mod:`spark_jobs.lifecycle`).
 
-    def __init__(self) -> None:
-        self.pipelines: dict[str, str] = {}  # query id → pipeline name
+    Not a PySpark ``StreamingQueryListener``: for one, PySpark turns every progress event into
+    Python by walking it in the JVM, a call per field and a Java exception at the end of each list,
+    whose every conversion looks up classes by packages the JVM then searches its whole class path
+    for. That cost the driver about 70 ms a micro-batch (docs: benchmarks, where the time goes).
+    A progress read here is one call and its JSON."""
 
-    def watch(self, query: StreamingQuery, pipeline: str) -> None:
-        self.pipelines[str(query.id)] = pipeline
+    def __init__(self, queries: Mapping[str, StreamingQuery]) -> None:
+        """:param queries: the job's queries, by pipeline"""
+        self.queries = queries
+        self._told: dict[str, int] = {}  # the last micro-batch told of, by pipeline
 
-    def onQueryStarted(self, event) -> None:
-        pass
+    def tell(self) -> None:
+        """Warn of the micro-batches completed since the last call that dropped late rows."""
+        for pipeline, query in self.queries.items():
+            for progress in self._new(pipeline, query):
+                dropped = sum(operator.numRowsDroppedByWatermark for operator in progress.stateOperators)
+                if dropped:
+                    log.warning("%s: micro-batch %d dropped %d group(s) of late rows, each one or more input "
+                                "records whose window the watermark had closed (watermark now %s)",
+                                pipeline, progress.batchId, dropped, progress.eventTime.get("watermark", "?"))
+                self._told[pipeline] = progress.batchId
 
-    def onQueryProgress(self, event) -> None:
-        progress = event.progress
-        pipeline = self.pipelines.get(str(progress.id))
-        dropped = sum(operator.numRowsDroppedByWatermark for operator in progress.stateOperators)
-        if pipeline is not None and dropped:
-            log.warning("%s: micro-batch %d dropped %d group(s) of late rows, each one or more input records "
-                        "whose window the watermark had closed (watermark now %s)",
-                        pipeline, progress.batchId, dropped, progress.eventTime.get("watermark", "?"))
-
-    def onQueryTerminated(self, event) -> None:
-        self.pipelines.pop(str(event.id), None)
-
-
-_LISTENERS: weakref.WeakKeyDictionary[SparkSession, LateRows] = weakref.WeakKeyDictionary()
-
-
-def late_rows(spark: SparkSession) -> LateRows:
-    """The session's listener, added to it at the first call."""
-    if spark not in _LISTENERS:
-        _LISTENERS[spark] = LateRows()
-        spark.streams.addListener(_LISTENERS[spark])
-    return _LISTENERS[spark]
+    def _new(self, pipeline: str, query: StreamingQuery) -> list[StreamingQueryProgress]:
+        """The progress of the micro-batches ``query`` completed since the last told: its last one
+        alone unless more have completed (Spark keeps the last hundred of this run)."""
+        last = query.lastProgress
+        told = self._told.get(pipeline)
+        if last is None or (told is not None and last.batchId <= told):
+            return []
+        if told is not None and last.batchId == told + 1:
+            return [last]
+        return [p for p in query.recentProgress if told is None or p.batchId > told]

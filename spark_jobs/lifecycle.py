@@ -30,6 +30,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Sequence
 
 from stategate.spark_jobs.checkpoint import Application, AppState, WritableCheckpoint, utc_now
+from stategate.spark_jobs.late_rows import LateRows
 
 if TYPE_CHECKING:  # the driver has PySpark; a stop asked from Airflow or a shell needs none
     from pyspark.sql import SparkSession
@@ -59,8 +60,9 @@ class JobFailed(RuntimeError):
 
 @dataclass
 class Supervisor:
-    """Keeps a job's queries while they run: its heartbeat beside the checkpoint, and a graceful
-    stop when one is asked.
+    """Keeps a job's queries while they run: its heartbeat beside the checkpoint, a graceful stop
+    when one is asked, and a warning for each micro-batch that dropped late rows
+    (:mod:`spark_jobs.late_rows`).
 
     :param checkpoint: the job's checkpoint
     :param sql: the job's SQL (which version runs is its digest)
@@ -89,6 +91,7 @@ class Supervisor:
         when a query ends with an error."""
         self.checkpoint.withdraw_stop()  # a request left for the run before this one
         self._queries = dict(zip(pipelines, queries))
+        late = LateRows(self._queries)
         now = utc_now().isoformat()
         app = Application(
             id=spark.sparkContext.applicationId, master=spark.sparkContext.master or "", host=socket.gethostname(),
@@ -101,6 +104,7 @@ class Supervisor:
         beat = time.monotonic()
         try:
             while True:
+                late.tell()
                 # One look at each query: asked twice, a query failing in between would count
                 # neither as failed nor as active, and the job would end as if its input had.
                 # (Spark sets a query's error before it marks the query ended.)
@@ -118,6 +122,7 @@ class Supervisor:
                 if time.monotonic() - beat >= self.heartbeat_s:
                     app, beat = self._announce(app, app.state), time.monotonic()
                 _await_end(active[0], min(_POLL_S, self.heartbeat_s))
+            late.tell()  # of the micro-batches that completed since the last look
         except BaseException as error:
             for query in queries:
                 if query.isActive:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 
-from tests.spark_jobs.helpers import CLOSER, bid_ddl, collect
+from stategate.spark_jobs.late_rows import LateRows
+from tests.spark_jobs.helpers import CLOSER, bid_ddl, collect_run
 
 #: Read a file per micro-batch, in this order (modification times one second apart).
 FILES = [
@@ -30,13 +30,17 @@ def test_late_rows_are_dropped_and_told(spark, tmp_path, caplog) -> None:
            + "SELECT window_start, supplier_id, COUNT(*) AS bids FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), "
              "INTERVAL '10' MINUTES)) GROUP BY supplier_id, window_start, window_end;")
     with caplog.at_level(logging.WARNING, logger="stategate.late_rows"):
-        rows = collect(spark, sql, tmp_path / "checkpoint")
-        deadline = time.monotonic() + 15  # progress events reach the listener asynchronously
-        while not caplog.records and time.monotonic() < deadline:
-            time.sleep(0.2)
+        rows, run = collect_run(spark, sql, tmp_path / "checkpoint")  # told before the job ends
     assert rows == [("2020-04-15 08:00:00", "s1", "1"), ("2020-04-15 08:20:00", "s1", "1"),
                     ("2020-04-15 08:20:00", "s2", "2")], "the window of 08:00 keeps only its on-time record"
     # Spark counts after its partial aggregation: s1's late record and s2's two are two groups.
-    assert [r.getMessage() for r in caplog.records] == [
-        "select#1: micro-batch 2 dropped 2 group(s) of late rows, each one or more input records whose window "
-        "the watermark had closed (watermark now 2020-04-15T08:21:59.000Z)"]
+    told = ("select#1: micro-batch 2 dropped 2 group(s) of late rows, each one or more input records whose window "
+            "the watermark had closed (watermark now 2020-04-15T08:21:59.000Z)")
+    assert [r.getMessage() for r in caplog.records] == [told]
+    # A look after all the micro-batches (as after a pause of the driver) tells each one, once.
+    caplog.clear()
+    late = LateRows({"select#1": run.queries[0]})
+    with caplog.at_level(logging.WARNING, logger="stategate.late_rows"):
+        late.tell()
+        late.tell()
+    assert [r.getMessage() for r in caplog.records] == [told], "each micro-batch is told of once"

@@ -31,11 +31,11 @@ class LateRows:
     """Warns of each micro-batch in which a query dropped late rows, read from the queries' own
     progress by the job's supervisor between its looks at them (:mod:`spark_jobs.lifecycle`).
 
-    Not a PySpark ``StreamingQueryListener``: for one, PySpark turns every progress event into
+    Not a PySpark ``StreamingQueryListener``: PySpark turns every progress event for one into
     Python by walking it in the JVM, a call per field and a Java exception at the end of each list,
-    whose every conversion looks up classes by packages the JVM then searches its whole class path
-    for. That cost the driver about 70 ms a micro-batch (docs: benchmarks, where the time goes).
-    A progress read here is one call and its JSON."""
+    and each exception's conversion names classes package by package, every package a search of the
+    JVM's whole class path: 278 searches a micro-batch (docs: benchmarks, the driver around each
+    micro-batch). A progress read here is one call and its JSON."""
 
     def __init__(self, queries: Mapping[str, StreamingQuery]) -> None:
         """:param queries: the job's queries, by pipeline"""

@@ -69,7 +69,8 @@ def run(
 
     With ``wait`` the job runs to its end: the end of its input (``available-now``), or a stop
     asked through its checkpoint (:mod:`spark_jobs.lifecycle`; every ``heartbeat_s`` it says it
-    runs and looks for one). Without, the queries are returned running, unsupervised.
+    runs and looks for one), and late rows are told as the micro-batches that dropped them end.
+    Without, the queries are returned running, unsupervised.
 
     ``take_over`` is the archived checkpoint of the version this one replaces after its state was
     cleared (``fresh``): with ``replay`` bounded (the default) each pipeline re-reads only what its

@@ -34,8 +34,8 @@ class LateRows:
     Not a PySpark ``StreamingQueryListener``: PySpark turns every progress event for one into
     Python by walking it in the JVM, a call per field and a Java exception at the end of each list,
     and each exception's conversion names classes package by package, every package a search of the
-    JVM's whole class path: 278 searches a micro-batch (docs: benchmarks, the driver around each
-    micro-batch). A progress read here is one call and its JSON."""
+    JVM's whole class path (docs: benchmarks, the driver around each micro-batch). A progress read
+    here is one call and its JSON."""
 
     def __init__(self, queries: Mapping[str, StreamingQuery]) -> None:
         """:param queries: the job's queries, by pipeline"""

@@ -104,11 +104,11 @@ class Supervisor:
         beat = time.monotonic()
         try:
             while True:
-                late.tell()
                 # One look at each query: asked twice, a query failing in between would count
                 # neither as failed nor as active, and the job would end as if its input had.
                 # (Spark sets a query's error before it marks the query ended.)
                 active = [q for q in queries if q.isActive]
+                late.tell()  # after the look: a query ended has recorded every micro-batch's progress
                 failed = [q for q in queries if q not in active and q.exception() is not None]
                 if failed and not self._refused.is_set():
                     error = failed[0].exception()
@@ -122,7 +122,6 @@ class Supervisor:
                 if time.monotonic() - beat >= self.heartbeat_s:
                     app, beat = self._announce(app, app.state), time.monotonic()
                 _await_end(active[0], min(_POLL_S, self.heartbeat_s))
-            late.tell()  # of the micro-batches that completed since the last look
         except BaseException as error:
             for query in queries:
                 if query.isActive:

@@ -11,7 +11,9 @@ arrival, of which its result takes each value once (:class:`Distinct`).
 FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG and JSON_ARRAYAGG follow the order rows arrive in. A
 Spark stream gives its rows no order, so each row carries where it arrived from (:data:`ARRIVAL`:
 the source file's modification time, its path's hash and the row's line, or a Kafka record's
-timestamp, partition and offset), and these aggregates keep each value with it: the first and the last by that order, or all of them, ordered
+timestamp, partition and offset), and these aggregates keep each value with it: the first and the
+last by that order (a number or a time in its own type beside its arrival as one number,
+:data:`ARRIVAL_ORDER`, which Spark's hash aggregation updates in place), or all of them, ordered
 when the result is read. The order is the rows' own, so it does not depend on how the rows were cut
 into micro-batches.
 
@@ -91,8 +93,9 @@ class Field:
 
     @property
     def buffer_width(self) -> int:
-        """How many columns Spark's buffer for it has: an exact sum also says whether it is empty."""
-        return 2 if self.sql_type == "decimal" and self.idle == "sum" else 1
+        """How many columns Spark's buffer for it has: an exact sum also says whether it is empty,
+        a value kept by its arrival keeps that arrival (Spark's ``min_by``: the value, then its order)."""
+        return 2 if (self.sql_type == "decimal" and self.idle == "sum") or self.idle in BY_ORDER else 1
 
 
 COUNTED = Field("c", "int", "count", Pool.PLAIN)
@@ -110,16 +113,37 @@ VALUES = Field("dv", "string", "collect_set", Pool.DISTINCT)
 FLOATING_SQUARES = Field("q", "double", "sum", Pool.PLAIN, generic=False)
 EXACT_SQUARES = Field("qx", "decimal", "sum", Pool.PLAIN, squared=True, generic=False)
 
-#: Where a row arrived from, ordered as rows arrive: the source file's modification time, a 64-bit
-#: hash of its path (files modified in the same millisecond come in an order their paths fix) and
-#: the row's line in it; a Kafka record's timestamp, partition and offset. Three longs: each value a
-#: LISTAGG keeps in state carries them, where a path would cost every value its length.
+#: Where a row arrived from, ordered as rows arrive: the source file's modification time, an
+#: 8-digit hash of its path (files modified in the same millisecond come in an order their paths
+#: fix) and the row's line in it; a Kafka record's timestamp, partition and offset. Three longs:
+#: each value a LISTAGG keeps in state carries them, where a path would cost every value its length.
 ARRIVAL = "struct<t:timestamp,f:bigint,n:bigint>"
+#: The digits of :data:`ARRIVAL_ORDER`: the time's milliseconds (until the year 2286), the hash or
+#: partition, the line or offset (below 10^15). File modification times and Kafka timestamps are
+#: whole milliseconds.
+ORDER_DIGITS = (13, 8, 15)
+#: An arrival as one number, ``t`` ``f`` ``n`` in :data:`ORDER_DIGITS`: a field Spark's hash
+#: aggregation updates in place, where a struct of the three makes it sort every micro-batch's rows.
+ARRIVAL_ORDER_TYPE = f"decimal({sum(ORDER_DIGITS)},0)"
+#: The value with the earliest or latest arrival, by its slot's :data:`ARRIVAL_ORDER` field: Spark's
+#: aggregate function for each (its buffer is the value and the order, whichever it is).
+FIRST_BY_ORDER, LAST_BY_ORDER = "first_by_order", "last_by_order"
+BY_ORDER: Mapping[str, str] = {FIRST_BY_ORDER: "min_by", LAST_BY_ORDER: "max_by"}
 #: A value kept with its arrival (as text: one field type whatever the argument's type, cast back
 #: when the result is read), ordered by the arrival first.
 ARRIVED = f"struct<o:{ARRIVAL},v:string>"
+#: FIRST_VALUE's and LAST_VALUE's state over text, and over any value in slots recorded before
+#: numbers and times were kept in their own type.
 FIRST_ARRIVED = Field("fa", ARRIVED, "min", Pool.TEXT, generic=False)
 LAST_ARRIVED = Field("la", ARRIVED, "max", Pool.TEXT, generic=False)
+#: FIRST_VALUE's and LAST_VALUE's state over numbers and times: the earliest or latest arrival
+#: (:data:`ARRIVAL_ORDER_TYPE`), and the value that came with it, in the type a MIN or MAX keeps it
+#: in (times as microseconds). Spark's ``min_by``/``max_by`` fill the value; both stay in the text pool,
+#: where slots recorded before keep them.
+ARRIVAL_ORDER = Field("ao", ARRIVAL_ORDER_TYPE, "min", Pool.TEXT, generic=False)
+EXACT_BY_ORDER = Field("ax", "decimal", FIRST_BY_ORDER, Pool.TEXT, generic=False)
+INTEGER_BY_ORDER = Field("ai", "bigint", FIRST_BY_ORDER, Pool.TEXT, generic=False)
+FLOATING_BY_ORDER = Field("ad", "double", FIRST_BY_ORDER, Pool.TEXT, generic=False)
 ALL_ARRIVED = Field("al", ARRIVED, "collect_list", Pool.TEXT, generic=False)  # the list of them
 VALUE_LIST = Field("cl", "string", "collect_list", Pool.TEXT, generic=False)  # every value, as text, in no order
 #: A value kept with its key, both as text (JSON_OBJECTAGG's), and the list of them, in no order.
@@ -131,7 +155,8 @@ KEYED_LIST = Field("kv", KEYED, "collect_list", Pool.TEXT, generic=False)
 SKETCH = Field("h", "binary", "hll_sketch_agg", Pool.TEXT, generic=False, carried=False)
 #: Every kind of field, in the order a slot's fields stand in the buffer.
 FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, INTEGER_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES,
-          FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED, VALUE_LIST, KEYED_LIST, SKETCH)
+          FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED, VALUE_LIST, KEYED_LIST, SKETCH, ARRIVAL_ORDER, EXACT_BY_ORDER,
+          INTEGER_BY_ORDER, FLOATING_BY_ORDER)
 
 #: How a field is filled from input rows: an aggregate function of the row's value, of its square
 #: (``sum_squares``), or of the value with its arrival (the earliest, the latest, all of them).
@@ -142,11 +167,12 @@ ALL_BY_KEY = "all_by_key"
 #: How two partial states of a field become one, by the function that filled it (``union``: the
 #: distinct values of both sets; ``append``: both lists, in no order; ``concat``: the lists of a
 #: window's slices one after the other, each in arrival order, the later slice's first for HOP
-#: windows and the earlier's for CUMULATE, as Flink merges slices).
+#: windows and the earlier's for CUMULATE, as Flink merges slices; ``min_by``/``max_by``: the value
+#: of the earliest or latest arrival, by the slot's :data:`ARRIVAL_ORDER` field).
 MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", SUM_SQUARES: "sum", "min": "min", "max": "max",
                             "collect_set": "union", FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max",
                             ALL_BY_ARRIVAL: "concat", "collect_list": "append", ALL_BY_KEY: "append",
-                            "hll_sketch_agg": "hll_union_agg"}
+                            "hll_sketch_agg": "hll_union_agg", **BY_ORDER}
 
 #: What a constant argument after an aggregate's value is: LISTAGG's separator (a string) or
 #: APPROX_COUNT_DISTINCT's accuracy (a number between 0 and 1).
@@ -263,7 +289,7 @@ class AggregateFunction:
         no set); None where it takes no such argument."""
         if distinct and self.distinct_state:
             return self.distinct_state
-        return self.state.get(None) or (self.state.get(family) if family is not None else None)
+        return self.state.get(family) if family in self.state else self.state.get(None)
 
     def takes(self, modifiers: str) -> bool:
         """Whether the engine runs it with the clauses written around the call (``Aggregate.modifiers``):
@@ -276,6 +302,13 @@ class AggregateFunction:
 
     def _switched(self, modifiers: str) -> bool:
         return bool(self.null_switch) and modifiers.strip() == self.null_switch
+
+    @property
+    def text_otherwise(self) -> bool:
+        """Whether it keeps values of some families in their own type and any other as text (its
+        state over any value): FIRST_VALUE and LAST_VALUE, whose slots recorded before keep every
+        value as text."""
+        return None in self.state and len(self.state) > 1
 
     @property
     def carried(self) -> bool:
@@ -305,6 +338,20 @@ def _extreme(name: str, function: str, result: Result) -> AggregateFunction:
                              integers_as=Family.INTEGER, own_type=True)
 
 
+def _by_arrival(name: str, function: str, result: Result, distinct_state: State = ()) -> AggregateFunction:
+    """FIRST_VALUE and LAST_VALUE: a number or a time kept in the type a MIN or MAX keeps it in,
+    beside its arrival as one number (``function`` of :data:`ARRIVAL_ORDER`); text, or a value of a
+    type the declared columns do not make certain, kept as text with its arrival."""
+    by_order = FIRST_BY_ORDER if function == "min" else LAST_BY_ORDER
+    kept = {Family.EXACT: EXACT_BY_ORDER, Family.TIME: EXACT_BY_ORDER, Family.INTEGER: INTEGER_BY_ORDER,
+            Family.FLOATING: FLOATING_BY_ORDER}
+    as_text = FIRST_ARRIVED if function == "min" else LAST_ARRIVED
+    return AggregateFunction(name, {None: ((as_text, FIRST_BY_ARRIVAL if function == "min" else LAST_BY_ARRIVAL),),
+                                    **{f: ((ARRIVAL_ORDER, function), (field, by_order)) for f, field in kept.items()}},
+                             result, integers_as=Family.INTEGER, distinct=Distinct.FIRST_ARRIVALS,
+                             distinct_state=distinct_state, own_type=True)
+
+
 def _spread(name: str, result: Result, flink: str = "") -> AggregateFunction:
     """STDDEV and VARIANCE, as Flink reduces them: from the count, the sum and the sum of squares
     of the values; Flink computes those of integers in DOUBLE."""
@@ -330,10 +377,8 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     # DISTINCT: the value that arrived first is also the first distinct one. Flink's
     # LAST_VALUE(DISTINCT) is the value whose first arrival is the latest (of 9, 3, 5, 9: 5), which
     # the latest arrival alone cannot tell: it keeps every value with its arrival.
-    AggregateFunction("FIRST_VALUE", {None: ((FIRST_ARRIVED, FIRST_BY_ARRIVAL),)}, Result.FIRST,
-                      distinct=Distinct.FIRST_ARRIVALS),
-    AggregateFunction("LAST_VALUE", {None: ((LAST_ARRIVED, LAST_BY_ARRIVAL),)}, Result.LAST,
-                      distinct=Distinct.FIRST_ARRIVALS, distinct_state=((ALL_ARRIVED, ALL_BY_ARRIVAL),)),
+    _by_arrival("FIRST_VALUE", "min", Result.FIRST),
+    _by_arrival("LAST_VALUE", "max", Result.LAST, distinct_state=((ALL_ARRIVED, ALL_BY_ARRIVAL),)),
     AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.LIST, literal=SEPARATOR,
                       distinct=Distinct.FIRST_ARRIVALS),
     AggregateFunction("ARRAY_AGG", {None: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.ARRAY,

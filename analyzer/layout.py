@@ -138,7 +138,13 @@ class Shape:
 
     def kept_family(self, family: Family) -> Family:
         """The family this slot keeps values an aggregate computes in ``family`` in: integers as
-        exact numbers where the slot has no integer field (generic, or recorded exact)."""
+        exact numbers where the slot has no integer field (generic, or recorded exact); any value as
+        text where the slot was shaped for one kept as text whatever its type
+        (``AggregateFunction.text_otherwise``: FIRST_VALUE and LAST_VALUE over text, a type the
+        declared columns do not make certain, or recorded before they kept numbers in their own type)."""
+        function = AGGREGATES.get(self.function or "")
+        if function is not None and self.family is None and function.text_otherwise:
+            return Family.TEXT
         return Family.EXACT if family is Family.INTEGER and self.family in (None, Family.EXACT) else family
 
     def fields(self, pool: Pool) -> tuple[Field, ...]:
@@ -461,8 +467,9 @@ def pool_of(model: JobModel, aggregate: Aggregate) -> Pool:
 
 def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     """The slot shape an aggregate needs: its function where its fields are the same over any value
-    (``COUNT``, ``FIRST_VALUE``, ``LAST_VALUE DISTINCT``: every value with its arrival), else its
-    function and the value family of its argument (``SUM:m``, ``AVG:d``, ``MAX:t``, ``MIN:s``;
+    (``COUNT``, ``LAST_VALUE DISTINCT``: every value with its arrival; ``FIRST_VALUE`` of text, or of
+    a type that is not certain, kept as text), else its function and the value family of its
+    argument (``SUM:m``, ``AVG:d``, ``MAX:t``, ``MIN:s``, ``FIRST_VALUE:m2p10``;
     :mod:`analyzer.value_types`). A set of values
     (:func:`~analyzer.aggregates.keeps_set`) is one whatever it aggregates, and an argument whose
     type cannot be told needs every field: both are :data:`GENERIC`.
@@ -480,16 +487,18 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     if keeps_set(aggregate.function, aggregate.distinct):
         return GENERIC
     function = AGGREGATES.get(aggregate.function)
-    if function is not None and function.state_of(None) is not None:
-        return Shape(aggregate.function, distinct=aggregate.distinct and bool(function.distinct_state))
     found = argument_family(model, aggregate)
+    exact = exact_type(model, value_of(aggregate)) \
+        if found is Family.EXACT and aggregate.function != "AVG" else None
+    if function is not None and function.state_of(None) is not None and not (
+            function.text_otherwise and found in function.state and (found is not Family.EXACT or exact)
+            and not (aggregate.distinct and function.distinct_state)):
+        return Shape(aggregate.function, distinct=aggregate.distinct and bool(function.distinct_state))
     if found is None:
         return GENERIC
     own_type = function is not None and function.own_type
     if found is Family.TIME and own_type:
         return Shape(aggregate.function, found, 0, TIME_DIGITS)
-    exact = exact_type(model, value_of(aggregate)) \
-        if found is Family.EXACT and aggregate.function != "AVG" else None
     if exact is None:
         return Shape(aggregate.function, found)
     precision, scale = exact

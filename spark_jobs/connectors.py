@@ -30,6 +30,7 @@ from typing import Any, Callable, Mapping
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 
+from stategate.analyzer.aggregates import ORDER_DIGITS
 from stategate.analyzer.model import FILESYSTEM, KAFKA, Table
 from stategate.analyzer.runnable import FILE_FORMATS, KAFKA_FORMATS, connector, file_format, option, spark_type
 from stategate.spark_jobs import failpoints
@@ -102,8 +103,10 @@ def _csv_options(table: Table) -> dict[str, str]:
 
 
 def _arrived(modified: Column, path: Column, line: Column) -> Column:
-    """Where a row of a file arrived from: the file's modification time, its path's hash, the row's line."""
-    return F.struct(modified.alias("t"), F.xxhash64(path).alias("f"), line.cast("long").alias("n"))
+    """Where a row of a file arrived from: the file's modification time, its path's hash in the
+    digits an arrival keeps it in (``analyzer.aggregates.ORDER_DIGITS``), the row's line."""
+    hashed = F.pmod(F.xxhash64(path), F.lit(10 ** ORDER_DIGITS[1]))
+    return F.struct(modified.alias("t"), hashed.alias("f"), line.cast("long").alias("n"))
 
 
 def _numbered_lines(spark: SparkSession, table: Table, fmt: str, files: Column | None) -> DataFrame:

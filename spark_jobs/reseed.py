@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 
 from stategate.analyzer import JobModel
 from stategate.analyzer.build import build
-from stategate.analyzer.aggregates import INTEGER_VALUE, Pool
+from stategate.analyzer.aggregates import FIRST_ARRIVED, INTEGER_VALUE, LAST_ARRIVED, Pool
 from stategate.analyzer.layout import JobLayout, StageLayout
 from stategate.analyzer.model import Pipeline, WindowJoin
 from stategate.analyzer.signature import state_signature
@@ -51,7 +51,7 @@ from stategate.spark_jobs.assembly import SLICES_DIR, SliceLog, slices_dir
 from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
 from stategate.spark_jobs.guard import CheckpointRefused
 from stategate.spark_jobs.lifecycle import sql_digest
-from stategate.spark_jobs.state import GROUPING_SET, ROWS, pooled_as_kept, stored_fields
+from stategate.spark_jobs.state import GROUPING_SET, ROWS, from_text, pooled_as_kept, stored_fields
 from stategate.spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.reseed")
@@ -254,6 +254,10 @@ def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, ba
             if identity not in before or new.is_row_count(pool, slot):
                 continue  # an added aggregate has nothing to carry; a COUNT(*) that is the row count carries it
             shape = new.pool(pool).shapes[slot]
+            # FIRST_VALUE's or LAST_VALUE's value as text with its arrival, in a slot made before
+            # numbers and times were kept in their own type.
+            as_text = next((n for n in (f"{f.stem}{before[identity]}" for f in (FIRST_ARRIVED, LAST_ARRIVED))
+                            if n in groups.columns), None)
             for position, field in enumerate(shape.fields(pool)):
                 # An integer's field was an exact number's in a slot made before integers had one.
                 stems = [field.stem, *([shape.as_exact.fields(pool)[position].stem] if field is INTEGER_VALUE else [])]
@@ -262,6 +266,9 @@ def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, ba
                 name = next((n for n in names if n in groups.columns), None)
                 if name is not None:
                     renamed.append(F.col(name).alias(f"{field.stem}{slot}"))
+                elif as_text is not None and shape.family is not None:
+                    renamed.append(from_text(as_text, field, shape.sql_type(field), shape.family)
+                                   .alias(f"{field.stem}{slot}"))
     keys = groups.columns[:groups.columns.index(GROUPING_SET)]
     return groups.select(*keys, GROUPING_SET, "w", ROWS, *renamed)
 

@@ -19,7 +19,10 @@ identity, each slot with the fields of its shape (:mod:`analyzer.aggregates`)::
            d<i>       floating point: the sum, MIN or MAX of plain slot i
            o<i>       the exact MIN or MAX (decimal(p, s)) of plain slot i (times as microseconds)
            s<k>       text slot k: MIN or MAX of text
-           fa<k>/la<k> text slot k: the first or last value (as text) with its arrival (FIRST_VALUE, LAST_VALUE)
+           fa<k>/la<k> text slot k: the first or last text value with its arrival (FIRST_VALUE, LAST_VALUE)
+           ao<k>      text slot k: the earliest or latest arrival as one number (FIRST_VALUE, LAST_VALUE
+                      of a number or a time), beside the value that came with it:
+           ax<k>/ai<k>/ad<k> an exact number (times as microseconds), a long or a double
            al<k>      text slot k: every value (as text) with its arrival (LISTAGG, ARRAY_AGG)
            dv<j>      distinct slot j: the set of values, as text
 
@@ -44,8 +47,9 @@ from pyspark.sql import Column, DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, ALL_BY_KEY, AGGREGATES, ARRIVED, DEFAULT_ACCURACY,
-                                           FIRST_BY_ARRIVAL, KEYED, LAST_BY_ARRIVAL, MERGE, SKETCH, SUM_SQUARES, Pool,
+from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, ALL_BY_KEY, AGGREGATES, ARRIVAL_ORDER, ARRIVAL_ORDER_TYPE,
+                                           ARRIVED, BY_ORDER, DEFAULT_ACCURACY, FIRST_BY_ARRIVAL, KEYED,
+                                           LAST_BY_ARRIVAL, MERGE, ORDER_DIGITS, SKETCH, SUM_SQUARES, Field, Pool,
                                            Result, sketch_size, state_of)
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import EXACT_SCALE, StageLayout
@@ -180,7 +184,7 @@ def stored_fields(state: DataFrame, layout: StageLayout, session: bool = False) 
     position = len(group) + 1 if session else 0
     for field in _buffer(layout, {}):
         column = value.getField(f"_{position}")
-        if field.width == 2:  # Spark's sum of decimals and whether it is empty
+        if field.width == 2 and field.order is None:  # Spark's sum of decimals and whether it is empty
             column = F.when(~value.getField(f"_{position + 1}"), column)
         if field.serialized:
             column = _unserialized(column, field)
@@ -207,6 +211,18 @@ def _unserialized(column: Column, field: _Field) -> Column:
 def _with_arrival(t: Column, f: Column, n: Column, value: Column) -> Column:
     """A value kept with its arrival (:data:`analyzer.aggregates.ARRIVED`)."""
     return F.struct(F.struct(t.alias("t"), f.alias("f"), n.alias("n")).alias("o"), value.alias("v"))
+
+
+def from_text(kept: str, field: Field, sql_type: str, family: Family) -> Column:
+    """A field of a FIRST_VALUE or LAST_VALUE of a number or a time (its arrival as one number,
+    or its value in ``sql_type``) from the column ``kept``: the value as text with its arrival, as
+    slots recorded before kept them. A re-seed carries such a slot's state into the new layout's."""
+    if field is ARRIVAL_ORDER:
+        return F.expr(arrival_order(f"`{kept}`.o"))
+    value = f"`{kept}`.v"
+    if family is Family.TIME:  # as :func:`_input` takes a time
+        value = f"unix_micros(CAST({value} AS TIMESTAMP))"
+    return F.expr(f"CAST({value} AS {sql_type})")
 
 
 def pooled_as_kept(slices: DataFrame, layout: StageLayout) -> DataFrame:
@@ -337,14 +353,31 @@ def _contribution(field: str) -> str:
 @dataclass(frozen=True)
 class _Field:
     """One buffer field: its name, the aggregate function updating it, the SQL type it
-    aggregates, and the slot it holds (if any)."""
+    aggregates, the slot it holds (if any), and its kind (None: the row count)."""
 
     name: str
     function: str
     sql_type: str
     slot: Slot | None
-    width: int = 1  # columns of Spark's buffer for it (``Field.buffer_width``)
-    serialized: bool = False  # a list or set, which Spark keeps serialized (``Field.serialized``)
+    kind: Field | None = None
+
+    @property
+    def width(self) -> int:
+        """The columns of Spark's buffer for it (``Field.buffer_width``)."""
+        return self.kind.buffer_width if self.kind is not None else 1
+
+    @property
+    def serialized(self) -> bool:
+        """A list or set, which Spark keeps serialized (``Field.serialized``)."""
+        return self.kind is not None and self.kind.serialized
+
+    @property
+    def order(self) -> str | None:
+        """For a value kept by its arrival (``analyzer.aggregates.BY_ORDER``), the field of its
+        slot holding that arrival."""
+        if self.kind is None or self.kind.idle not in BY_ORDER:
+            return None
+        return f"{ARRIVAL_ORDER.stem}{self.name.removeprefix(self.kind.stem)}"
 
 
 def slot_fields(slot: Slot) -> list[tuple[str, str]]:
@@ -366,7 +399,7 @@ def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_F
             for field in shape.fields(pool):
                 name = f"{field.stem}{i}"
                 fields.append(_Field(name, held.get(name, field.idle), shape.sql_type(field), slot if name in held else None,
-                                     field.buffer_width, field.serialized))
+                                     field))
     return fields
 
 
@@ -378,8 +411,8 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
     if field.slot is None:
         return _idle(field, ts, tag)
     function, argument, guard = _input(field)
-    return F.expr(f"{_call(function, argument, field)} FILTER (WHERE {guard} AND `{ts}` <> {_never(tag)})") \
-        .alias(field.name)
+    call = _call(function, argument, field, arrival_order(f"`{ARRIVAL}`"))
+    return F.expr(f"{call} FILTER (WHERE {guard} AND `{ts}` <> {_never(tag)})").alias(field.name)
 
 
 def _merged_field(field: _Field, ts: str, tag: int) -> Column:
@@ -388,7 +421,8 @@ def _merged_field(field: _Field, ts: str, tag: int) -> Column:
         return _idle(field, ts, tag)
     function = "sum" if field.name == ROWS else _input(field)[0]
     function = MERGE[function] if function == "count" else function  # a count is a sum of counts
-    call = _call(function, f"`{_contribution(field.name)}`", field)
+    order = f"`{_contribution(field.order)}`" if field.order is not None else ""
+    call = _call(function, f"`{_contribution(field.name)}`", field, order)
     return F.expr(f"{call} FILTER (WHERE `{ts}` <> {_never(tag)})").alias(field.name)
 
 
@@ -396,7 +430,8 @@ def _idle(field: _Field, ts: str, tag: int) -> Column:
     """A field no aggregate holds: its guard never holds. COUNT's argument only says which rows
     count; a count of a null literal is folded to 0."""
     argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
-    return F.expr(f"{field.function}({argument}) FILTER (WHERE `{ts}` = {_never(tag)})").alias(field.name)
+    call = _call(BY_ORDER.get(field.function, field.function), argument, field, f"CAST(NULL AS {ARRIVAL_ORDER_TYPE})")
+    return F.expr(f"{call} FILTER (WHERE `{ts}` = {_never(tag)})").alias(field.name)
 
 
 def _never(tag: int) -> str:
@@ -423,17 +458,36 @@ def _input(field: _Field) -> tuple[str, str, str]:
     elif function in _BY_ARRIVAL:  # the value as text, after where it arrived from: ordered by that
         function = _BY_ARRIVAL[function]
         argument = f"CAST(named_struct('o', `{ARRIVAL}`, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
+    elif field.kind is ARRIVAL_ORDER:
+        argument = arrival_order(f"`{ARRIVAL}`")
+    elif function in BY_ORDER:  # the value, taken by its arrival (the slot's order field; :func:`_call`)
+        function, argument = BY_ORDER[function], f"CAST({value} AS {field.sql_type})"
     else:
         argument = f"CAST({value} AS {field.sql_type})"
     return function, argument, _counted(slot)
 
 
-def _call(function: str, argument: str, field: _Field) -> str:
+def _call(function: str, argument: str, field: _Field, order: str) -> str:
     """``function(argument)`` as SQL, the sketch's size after a sketch's value (a re-seed's
-    contribution to a sketch is a value too: an added sketch has no state to carry)."""
+    contribution to a sketch is a value too: an added sketch has no state to carry), the arrival
+    ``order`` after a value kept by its arrival."""
     if function == SKETCH.idle and field.slot is not None:
         return f"{function}({argument}, {sketch_size(_accuracy(field.slot))})"
+    if field.order is not None:
+        return f"{function}({argument}, {order})"
     return f"{function}({argument})"
+
+
+def arrival_order(arrival: str) -> str:
+    """An arrival (the SQL of a ``struct<t, f, n>``, ``analyzer.aggregates.ARRIVAL``) as one number
+    (``ARRIVAL_ORDER_TYPE``), as SQL: its time's milliseconds, then its hash or partition, then its
+    line or offset, each in its digits (``ORDER_DIGITS``). Built from two longs of 18 digits and one
+    multiplication: each decimal of more than 18 digits Spark computes is a Java BigDecimal."""
+    time, part, line = ORDER_DIGITS
+    low = 18 - line  # the digits of ``f`` in the lower long
+    return (f"CAST(CAST(unix_millis({arrival}.t) * {10 ** (part - low)} + pmod({arrival}.f, {10 ** part}) div {10 ** low}"
+            f" AS DECIMAL(18,0)) * {10 ** 18}BD + (pmod({arrival}.f, {10 ** low}) * {10 ** line} + {arrival}.n)"
+            f" AS {ARRIVAL_ORDER_TYPE})")
 
 
 def _sketched(slot: Slot) -> str:
@@ -490,7 +544,9 @@ def combine(slots: Sequence[Slot], slice_order: Column) -> list[Column]:
     """Stage 2: a window's values, from the buffers of its slices: only the fields the query's
     aggregates read (a window is emitted once, so its row needs no fixed schema). ``slice_order``
     orders a window's slices as Flink merges them, for the lists kept in arrival order."""
-    return [_merged(name, function, slice_order) for name, function in window_fields(slots)]
+    orders = {name: f"{ARRIVAL_ORDER.stem}{slot.index}" for slot in slots
+              for name, function in slot_fields(slot) if function in BY_ORDER}
+    return [_merged(name, function, slice_order, orders.get(name)) for name, function in window_fields(slots)]
 
 
 def window_fields(slots: Sequence[Slot]) -> list[tuple[str, str]]:
@@ -504,10 +560,13 @@ def fields_of(slot: Slot) -> list[str]:
     return [name for name, _ in slot_fields(slot)]
 
 
-def _merged(name: str, function: str, slice_order: Column) -> Column:
+def _merged(name: str, function: str, slice_order: Column, order: str | None = None) -> Column:
     """A field of several buffers merged into one, as the table merges the function that filled it.
-    Lists are concatenated in ``slice_order``: each value's order becomes (its slice's, its own)."""
+    Lists are concatenated in ``slice_order``: each value's order becomes (its slice's, its own); a
+    value kept by its arrival is taken by the field ``order``."""
     merge = MERGE[function]
+    if order is not None:
+        return getattr(F, merge)(name, order).alias(name)
     if merge == "union":
         return F.array_distinct(F.flatten(F.collect_list(name))).alias(name)
     if merge == "append":
@@ -542,7 +601,7 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
     result = slot.result
     if result.spread:
         return _spread(slot, *_spread_state(slot))
-    if result.ordered:
+    if result.ordered and not by_order(slot):
         return _arrived(slot, assembled)
     if result is Result.MULTISET:
         return _multiset(slot)
@@ -570,12 +629,19 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
         return _cast(value / F.col(fields[0]), slot)
     if slot.family is Family.TIME:
         value = F.timestamp_micros(value.cast("long"))
+    if result.ordered:  # FIRST_VALUE, LAST_VALUE: in the argument's own type, as Flink's
+        return value.cast(slot.input_type)
     return _cast(value, slot)
 
 
+def by_order(slot: Slot) -> bool:
+    """Whether the slot keeps its value by its arrival as one number (``analyzer.aggregates.BY_ORDER``)."""
+    return any(function in BY_ORDER for _, function in slot_fields(slot))
+
+
 def _arrived(slot: Slot, assembled: bool) -> Column:
-    """FIRST_VALUE and LAST_VALUE: the value kept with the earliest or latest arrival, in its own
-    type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given);
+    """FIRST_VALUE and LAST_VALUE of text: the value kept with the earliest or latest arrival, in
+    its own type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given);
     ARRAY_AGG: the values in arrival order, in their own type; JSON_ARRAYAGG: those as a JSON array.
     NULL where there is none (JSON_ARRAYAGG: ``[]``), as Flink gives them. With DISTINCT, each value
     once, where it first arrived (``analyzer.aggregates.Distinct``): LAST_VALUE's is the value

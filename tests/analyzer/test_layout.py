@@ -7,8 +7,9 @@ import pytest
 from stategate.analyzer import Report, SQLModelError, Verdict, build, compare_models
 from stategate.analyzer.report import Carried
 from stategate.analyzer.judgement import Deployed, judge
-from stategate.analyzer.aggregates import (ALL_ARRIVED, COUNTED, EXACT_SQUARES, EXACT_SUM, INTEGER_VALUE, LAST_ARRIVED,
-                                           Pool)
+from stategate.analyzer.aggregates import (ALL_ARRIVED, ARRIVAL_ORDER, COUNTED, EXACT_BY_ORDER, EXACT_SQUARES, EXACT_SUM,
+                                           FIRST_ARRIVED, FLOATING_BY_ORDER, INTEGER_BY_ORDER, INTEGER_VALUE,
+                                           LAST_ARRIVED, Pool)
 from stategate.analyzer.value_types import Family
 from stategate.analyzer.layout import (
     GENERIC, LAYOUT_V1, JobLayout, NoRoom, Shape, plan,
@@ -260,13 +261,16 @@ def test_the_report_counts_what_a_restart_carries_and_where_an_added_aggregate_s
 
 def test_arrival_ordered_aggregates_take_text_slots_of_their_own_shape() -> None:
     """FIRST_VALUE, LAST_VALUE and LISTAGG keep values with their arrival, in text slots shaped
-    for them whatever the argument's type; one added later finds no generic slot to take, and the
-    report names what generic slots cannot hold. Reordered, they restart FULL; a MIN or MAX of text
-    still takes a generic text slot."""
+    for them: FIRST_VALUE of a DECIMAL(10, 2) keeps its arrival as one number and the value in its
+    own type; one added later finds no generic slot to take, and the report names what generic
+    slots cannot hold. Reordered, they restart FULL; a MIN or MAX of text still takes a generic text
+    slot."""
     old = job("SUM(price), FIRST_VALUE(price), LISTAGG(item, ';')")
     signature = deployed(old)
     pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["text"]
-    assert pool["shapes"] == ["FIRST_VALUE", "LISTAGG:s", "*", "*"]
+    assert pool["shapes"] == ["FIRST_VALUE:m2p10", "LISTAGG:s", "*", "*"]
+    assert Shape.parse(pool["shapes"][0]).fields(Pool.TEXT) == (ARRIVAL_ORDER, EXACT_BY_ORDER)
+    assert Shape.parse(pool["shapes"][0]).sql_type(EXACT_BY_ORDER) == "decimal(10,2)"
     assert pool["assigned"] == {"FIRST_VALUE(Bid.price)": 0, "LISTAGG(Bid.item, ';')": 1}
     assert judged(old, job("LISTAGG(item, ';'), SUM(price), FIRST_VALUE(price)"), signature).verdict is Verdict.FULL
     added = judged(old, job("SUM(price), FIRST_VALUE(price), LISTAGG(item, ';'), LAST_VALUE(price)"), signature)
@@ -277,19 +281,43 @@ def test_arrival_ordered_aggregates_take_text_slots_of_their_own_shape() -> None
     assert judged(old, job("SUM(price), LISTAGG(item, ';'), MAX(item)"), signature).verdict is Verdict.PARTIAL
 
 
+def test_first_and_last_value_keep_numbers_and_times_in_their_own_type_and_slots_recorded_before_as_text() -> None:
+    """FIRST_VALUE and LAST_VALUE of an integer, a floating-point number or a time keep its
+    arrival as one number beside the value as a MIN or MAX keeps it; of text, or of a type the
+    declared columns do not make certain (a boolean), every value as text with its arrival. A slot
+    recorded when they kept every value as text keeps doing so: the same job restarts FULL on it,
+    and the engine reads the slot as text whatever the argument's family."""
+    sql = job("FIRST_VALUE(bidtime), LAST_VALUE(CAST(price AS INT)), FIRST_VALUE(CAST(price AS DOUBLE)), "
+              "LAST_VALUE(price > 1)")
+    pool = deployed(sql)["pipelines"]["select#1"]["stages"][0]["slots"]["text"]
+    assert pool["shapes"][:4] == ["FIRST_VALUE:t0p18", "LAST_VALUE:i", "FIRST_VALUE:d", "LAST_VALUE"]
+    assert [Shape.parse(s).fields(Pool.TEXT) for s in pool["shapes"][:4]] == [
+        (ARRIVAL_ORDER, EXACT_BY_ORDER), (ARRIVAL_ORDER, INTEGER_BY_ORDER), (ARRIVAL_ORDER, FLOATING_BY_ORDER),
+        (LAST_ARRIVED,)]
+    old = job("SUM(price), FIRST_VALUE(price)")
+    signature = deployed(old)
+    recorded = signature["pipelines"]["select#1"]["stages"][0]["slots"]["text"]
+    recorded["shapes"][0] = "FIRST_VALUE"  # as a checkpoint of an earlier version recorded it
+    assert judged(old, old, signature).verdict is Verdict.FULL
+    legacy = Shape.parse("FIRST_VALUE")
+    assert legacy.kept_family(Family.EXACT) is Family.TEXT and legacy.fields(Pool.TEXT) == (FIRST_ARRIVED,)
+    kept = plan(build(old), JobLayout.from_signature(signature)).pipelines["select#1"][0]
+    assert str(kept.text.shapes[0]) == "FIRST_VALUE" and dict(kept.text.assigned)["FIRST_VALUE(Bid.price)"] == 0
+
+
 def test_last_value_distinct_keeps_every_value_in_a_slot_of_its_own_shape() -> None:
     """LAST_VALUE(DISTINCT) is the value whose first arrival is the latest: it keeps every value
     with its arrival, as LISTAGG does, where LAST_VALUE keeps the latest alone. Its shape says so,
     recorded and read back, so a slot LAST_VALUE left never takes it, nor it one of LAST_VALUE's."""
-    old = job("LAST_VALUE(price), LAST_VALUE(DISTINCT item)")
+    old = job("LAST_VALUE(item), LAST_VALUE(DISTINCT item)")
     signature = deployed(old)
     pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["text"]
     assert pool["shapes"] == ["LAST_VALUE", "LAST_VALUE DISTINCT", "*", "*"]
     shapes = [Shape.parse(shape) for shape in pool["shapes"][:2]]
     assert [str(shape) for shape in shapes] == pool["shapes"][:2] and not shapes[0].holds(shapes[1])
     assert shapes[0].fields(Pool.TEXT) == (LAST_ARRIVED,) and shapes[1].fields(Pool.TEXT) == (ALL_ARRIVED,)
-    assert judged(old, job("LAST_VALUE(DISTINCT item), LAST_VALUE(price)"), signature).verdict is Verdict.FULL
-    swapped = judged(old, job("LAST_VALUE(DISTINCT price), LAST_VALUE(item)"), signature)
+    assert judged(old, job("LAST_VALUE(DISTINCT item), LAST_VALUE(item)"), signature).verdict is Verdict.FULL
+    swapped = judged(old, job("LAST_VALUE(DISTINCT price), LAST_VALUE(price)"), signature)
     assert swapped.verdict is Verdict.INCOMPATIBLE and "none of them fits LAST_VALUE(DISTINCT Bid.price)" in swapped.to_text()
 
 

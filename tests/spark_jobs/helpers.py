@@ -21,6 +21,18 @@ def bid_ddl(path: Path, name: str = "Bid", delay: str = "INTERVAL '1' SECOND", o
             f" WITH ('connector' = 'filesystem', 'path' = '{path}', 'format' = 'csv'{options});\n")
 
 
+def recorded_checkpoint(name: str, tmp_path: Path) -> tuple[Path, str]:
+    """The checkpoint an earlier release wrote (``tests/data/checkpoints/<name>``) put where the
+    test runs, and its job's SQL there. Its paths are recorded as ``@ROOT@`` (the source's file log
+    and the job's SQL), put back as ``tmp_path``; Hadoop's ``.crc`` files are left out."""
+    checkpoint = tmp_path / "checkpoint"
+    shutil.copytree(DATA / "checkpoints" / name, checkpoint)
+    query = next(p for p in checkpoint.iterdir() if p.name != "_stategate")
+    for path in (query / "sources" / "0" / "0", checkpoint / "_stategate" / "job.sql"):
+        path.write_text(path.read_text().replace("@ROOT@", str(tmp_path)))
+    return checkpoint, (checkpoint / "_stategate" / "job.sql").read_text()
+
+
 def seed_bids(tmp: Path, closing: bool = True) -> Path:
     """The seed 003 Bid table as a source directory (plus the closing bid)."""
     source = tmp / "bids"

@@ -4,7 +4,9 @@ row's line), so neither how the rows were cut into micro-batches nor a restart b
 changes a value. The bids of ``tests/data/flink/ordered.json`` (43 of them arrive after a later
 bid of their supplier) come in four files, one a micro-batch, the job stopped after the second: the
 rows equal Flink's, which read them in one go. HOP and CUMULATE windows, whose slices also pass
-through the slice log (``test_flink_equality`` runs every kind in one go)."""
+through the slice log (``test_flink_equality`` runs every kind in one go). FIRST_VALUE and
+LAST_VALUE of numbers and times keep the arrival as one number beside the value in its own type:
+reordered, dropped, and carried from a checkpoint an earlier release wrote with every value as text."""
 
 from __future__ import annotations
 
@@ -16,8 +18,10 @@ from pathlib import Path
 import pytest
 
 from benchmarks.flink_oracle import WINDOWS
+from stategate.analyzer import Verdict
 from tests.spark_jobs.flink_fixtures import assert_equals_flink, ddl, queries, recorded
-from tests.spark_jobs.helpers import collect_pipelines
+from tests.spark_jobs.helpers import CLOSER, bid_ddl, collect, collect_pipelines, collect_run, recorded_checkpoint
+from tests.spark_jobs.test_restart import PART_A, PART_B, query, write as write_bids
 
 FILES = 4
 FIELDS = ("bidtime", "price", "qty", "score", "supplier_id")
@@ -94,3 +98,78 @@ def test_a_distinct_list_takes_each_value_where_it_first_arrived(spark, tmp_path
     for kind, pipeline in zip(WINDOWS, pipelines):
         found = [list(row[2:]) for row in rows[pipeline] if row[0] == "s1"]
         assert found and all(values == ["2,3,5", [2, 3, None, 5], [2, 3, 5], 2, 5] for values in found), (kind, found)
+
+
+#: A checkpoint the release before FIRST_VALUE and LAST_VALUE kept numbers and times in their own
+#: type wrote (commit f9c1540): every value kept as text with its arrival (slots ``FIRST_VALUE``,
+#: ``LAST_VALUE``), over ``ARRIVED_BEFORE``, both windows still open.
+KEPT_AS_TEXT = "arrival-as-text"
+ARRIVED_BEFORE = ["2020-04-15 08:05:00,4.00,C,supplier1", "2020-04-15 08:06:00,2.00,A,supplier2",
+                  "2020-04-15 08:07:00,5.00,D,supplier1"]
+#: Bids into both of those windows after them, and one that opens another.
+ARRIVED_AFTER = ["2020-04-15 08:08:00,3.00,B,supplier1", "2020-04-15 08:09:00,1.00,E,supplier2",
+                 "2020-04-15 08:17:00,6.00,F,supplier2"]
+
+
+def kept_as_text(tmp_path: Path) -> tuple[Path, str]:
+    """The recorded checkpoint where the test runs, and the bids after it in its source: the
+    first file's, which it read, modified when it was recorded; the second's now."""
+    checkpoint, sql = recorded_checkpoint(KEPT_AS_TEXT, tmp_path)
+    recorded_at = json.loads((checkpoint / "Out" / "sources" / "0" / "0").read_text().splitlines()[1])["timestamp"]
+    source = tmp_path / "bids"
+    source.mkdir()
+    (source / "1.csv").write_text("".join(line + "\n" for line in ARRIVED_BEFORE))
+    os.utime(source / "1.csv", (recorded_at / 1000, recorded_at / 1000))
+    (source / "2.csv").write_text("".join(line + "\n" for line in ARRIVED_AFTER) + CLOSER)
+    return checkpoint, sql
+
+
+def test_first_and_last_value_kept_as_text_by_an_earlier_release_go_on_and_re_seed_into_their_own_type(
+        spark, tmp_path) -> None:
+    """Upgrading stategate keeps a deployed FIRST_VALUE's state: the recorded slots go on as text,
+    the windows equal an uninterrupted run's (the first value arrived before the restart, the last
+    after it). An added aggregate re-seeds them into slots that keep numbers and times in their own
+    type: the arrivals carried as one number still order before every later row's, so the windows
+    are the same, and the added MIN counts the rows after the restart."""
+    checkpoint, sql = kept_as_text(tmp_path)
+    continued = collect(spark, sql, checkpoint, pipeline="Out")
+    uninterrupted = collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
+    assert continued == uninterrupted == [
+        ("supplier1", "2020-04-15 08:00:00", "3", "4.00", "2020-04-15 08:08:00", "300", "B"),
+        ("supplier2", "2020-04-15 08:00:00", "2", "2.00", "2020-04-15 08:09:00", "100", "E"),
+        ("supplier2", "2020-04-15 08:10:00", "1", "6.00", "2020-04-15 08:17:00", "600", "F")]
+    assert '"FIRST_VALUE"' in (checkpoint / "_stategate" / "signature.json").read_text()
+
+    checkpoint, sql = kept_as_text(tmp_path / "reseeded")
+    added = sql.replace("last_item STRING)", "last_item STRING, low DECIMAL(10, 2))") \
+        .replace("LAST_VALUE(item)\n", "LAST_VALUE(item), MIN(price)\n")
+    assert added.count("MIN(price)") == 1 and added.count("low DECIMAL") == 1
+    continued, result = collect_run(spark, added, checkpoint, pipeline="Out")
+    assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
+    text = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0][
+        "slots"]["text"]
+    assert text["shapes"] == ["FIRST_VALUE:m2p10", "LAST_VALUE:t0p18", "LAST_VALUE:i", "LAST_VALUE"]
+    assert continued == [row + (low,) for row, low in zip(uninterrupted, ("3.00", "1.00", "6.00"))]
+
+
+@pytest.mark.parametrize("kept", ["LAST_VALUE(bidtime) AS l, FIRST_VALUE(price) AS f, SUM(price) AS s",
+                                  "SUM(price) AS s, LAST_VALUE(bidtime) AS l"])
+def test_first_and_last_value_go_on_reordered_or_beside_a_dropped_one(spark, tmp_path, kept: str) -> None:
+    """Reordered, FIRST_VALUE and LAST_VALUE go on from their state (FULL); one dropped leaves its
+    slot unused, its fields kept in the state's schema, and the other goes on. Both equal an
+    uninterrupted run of the new version (the files' order fixed by their modification times)."""
+    deployed = query("window_start, supplier_id, SUM(price) AS s, FIRST_VALUE(price) AS f, LAST_VALUE(bidtime) AS l")
+    changed = query(f"window_start, supplier_id, {kept}")
+    source, whole = tmp_path / "source", tmp_path / "whole"
+    for directory in (source, whole):
+        write_bids(directory, "a.csv", PART_A)
+        os.utime(directory / "a.csv", (1_600_000_000, 1_600_000_000))
+    before, result = collect_run(spark, bid_ddl(source) + deployed, tmp_path / "checkpoint")
+    for directory in (source, whole):
+        write_bids(directory, "b.csv", PART_B, closer=True)
+        os.utime(directory / "b.csv", (1_600_000_001, 1_600_000_001))
+    after, result = collect_run(spark, bid_ddl(source) + changed, tmp_path / "checkpoint")
+    assert result.report is not None and result.report.verdict is Verdict.FULL
+    uninterrupted = collect(spark, bid_ddl(whole) + changed, tmp_path / "uninterrupted")
+    assert after == [r for r in uninterrupted if r[0] != "2020-04-15 08:00:00"] and len(after) == 4
+    assert len(before) == 2, "the first windows closed before the restart"

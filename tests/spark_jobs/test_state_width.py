@@ -11,7 +11,6 @@ and a variable-length part: 16 bytes for a decimal of more than 18 digits).
 from __future__ import annotations
 
 import json
-import shutil
 from pathlib import Path
 
 import pytest
@@ -19,7 +18,8 @@ import pytest
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from tests.spark_jobs.helpers import BID_COLUMNS, CLOSER, DATA, bid_ddl, collect, collect_run, seed_bids
+from tests.spark_jobs.helpers import (BID_COLUMNS, CLOSER, DATA, bid_ddl, collect, collect_run, recorded_checkpoint,
+                                      seed_bids)
 
 #: Longs and decimals of up to 18 digits are stored in place; a wider decimal takes 16 bytes more.
 _WIDE_DECIMAL = 18
@@ -85,38 +85,28 @@ def test_a_state_row_is_no_wider_than_sparks_own_but_for_a_row_count_it_lacks(sp
 
 
 #: A checkpoint the release before state rows were kept at Spark's width wrote (commit 9c4fd03):
-#: ``RECORDED_SQL`` over the first three seed bids, its windows still open. Its slots take values
-#: in 38 digits (``SUM:m2``, ``MAX:t``) and its state key has the grouping-set column. Paths are
-#: ``@ROOT@``, put back where the test runs; Hadoop's ``.crc`` files are left out.
-RECORDED = Path(__file__).resolve().parents[1] / "data" / "checkpoints" / "slots-v4"
-RECORDED_SQL = (bid_ddl(Path("@ROOT@/bids")) + "CREATE TABLE Out (item STRING, window_start TIMESTAMP(3), bids BIGINT, "
-                "total DECIMAL(38, 2), cents INT,\n  last_bid TIMESTAMP(3), top DECIMAL(10, 2)) "
-                "WITH ('connector' = 'print');\n"
-                "INSERT INTO Out SELECT item, window_start, COUNT(*), SUM(price), SUM(CAST(price * 100 AS INT)), "
-                "MAX(bidtime), MAX(price)\nFROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
-                "GROUP BY item, window_start, window_end;")
+#: its job's SQL over the first three seed bids, its windows still open. Its slots take values in
+#: 38 digits (``SUM:m2``, ``MAX:t``) and its state key has the grouping-set column.
+RECORDED = "slots-v4"
 
 
-def recorded_checkpoint(tmp_path: Path) -> tuple[Path, str]:
+def recorded_bids(tmp_path: Path) -> tuple[Path, str]:
     """The recorded checkpoint put where the test runs, its windows still open, and the recorded
     job's SQL there; the rest of the seed bids wait in its source."""
-    checkpoint = tmp_path / "checkpoint"
-    shutil.copytree(RECORDED, checkpoint)
-    for path in (checkpoint / "Out" / "sources" / "0" / "0", checkpoint / "_stategate" / "job.sql"):
-        path.write_text(path.read_text().replace("@ROOT@", str(tmp_path)))
+    checkpoint, sql = recorded_checkpoint(RECORDED, tmp_path)
     bids = (DATA / "bids" / "bids.csv").read_text().splitlines(keepends=True)
     source = tmp_path / "bids"
     source.mkdir()
     (source / "1.csv").write_text("".join(bids[:3]))
     (source / "2.csv").write_text("".join(bids[3:]))
     (source / "9-closer.csv").write_text(CLOSER)
-    return checkpoint, RECORDED_SQL.replace("@ROOT@", str(tmp_path))
+    return checkpoint, sql
 
 
 def test_a_checkpoint_of_the_wider_slots_restarts_on_its_own_layout_and_continues(spark, tmp_path) -> None:
     """Upgrading stategate never costs a deployed job its state: the recorded layout is read as
     it was written, and every open window continues where the older release left it."""
-    checkpoint, sql = recorded_checkpoint(tmp_path)
+    checkpoint, sql = recorded_bids(tmp_path)
     continued = collect(spark, sql, checkpoint, pipeline="Out")
     uninterrupted = collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
     assert continued == uninterrupted and len(continued) == 6
@@ -129,7 +119,7 @@ def test_a_checkpoint_keyed_window_last_re_seeds_into_a_layout_keyed_window_firs
     every open window is read from the old key order, and carried whole. The three bids the old
     version saw are alone in their windows, so the added MIN is NULL there and each later bid's
     own price elsewhere; every other column equals an uninterrupted run."""
-    checkpoint, sql = recorded_checkpoint(tmp_path)
+    checkpoint, sql = recorded_bids(tmp_path)
     added = sql.replace("top DECIMAL(10, 2))", "top DECIMAL(10, 2), low DECIMAL(10, 2))") \
         .replace("MAX(price)\n", "MAX(price), MIN(price)\n")
     assert added.count("MIN(price)") == 1 and added.count("low DECIMAL") == 1

@@ -117,9 +117,13 @@ def _numbered_lines(spark: SparkSession, table: Table, fmt: str, files: Column |
         .load(option(table, "path"))
     if files is not None:
         text = text.where(files)
+    # A file without a carriage return is cut at each line feed, which Java splits without a
+    # regular expression; one with any is cut at CR LF too.
+    cut = F.when(F.instr(F.col("value"), "\r") > 0, F.split(F.col("value"), r"\r?\n")) \
+        .otherwise(F.split(F.col("value"), "\n"))
     lines = text.select(F.col("_metadata.file_modification_time").alias("_modified"),
                         F.col("_metadata.file_path").alias("_path"),
-                        F.posexplode(F.split(F.col("value"), r"\r?\n")).alias("_line", "_text"))
+                        F.posexplode(cut).alias("_line", "_text"))
     lines = lines.where(F.col("_text") != "")
     if fmt == "csv":
         parsed = F.from_csv(F.col("_text"), schema_ddl(table), {**_csv_options(table), **options})

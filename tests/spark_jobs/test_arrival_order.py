@@ -32,16 +32,16 @@ def as_json(line: str) -> str:
     return json.dumps({k: (v if k in ("bidtime", "supplier_id") else json.loads(v)) for k, v in values.items() if v})
 
 
-def write(spark, source: Path, name: str, lines: list[str], fmt: str, modified: int) -> None:
-    """``lines`` (the fixture's CSV) as one file of ``fmt``, modified at ``modified``; a Parquet
-    file is written by Spark from the CSV in one task, so its rows keep their order."""
+def write(spark, source: Path, name: str, lines: list[str], fmt: str, modified: int, line_end: str = "\n") -> None:
+    """``lines`` (the fixture's CSV) as one file of ``fmt``, each ended by ``line_end``, modified at
+    ``modified``; a Parquet file is written by Spark from the CSV in one task, so its rows keep their order."""
     path = source / f"{name}.{fmt}"
     staging = source.parent / f"staging-{name}"
     staging.mkdir()
     if fmt == "json":
-        (staging / "f").write_text("".join(as_json(line) + "\n" for line in lines))
+        (staging / "f").write_text("".join(as_json(line) + line_end for line in lines), newline="")
     else:
-        (staging / "f").write_text("\n".join(lines) + "\n")
+        (staging / "f").write_text("".join(line + line_end for line in lines), newline="")
     if fmt == "parquet":
         columns = recorded("ordered")["columns"].replace("TIMESTAMP(3)", "TIMESTAMP")  # as Spark spells it
         spark.read.schema(columns).csv(str(staging / "f")).coalesce(1).write.parquet(str(staging / "p"))
@@ -51,8 +51,10 @@ def write(spark, source: Path, name: str, lines: list[str], fmt: str, modified: 
     os.utime(path, (modified, modified))
 
 
-@pytest.mark.parametrize("fmt", ["csv", "json", "parquet"])
-def test_arrival_order_survives_micro_batches_a_restart_and_every_format(spark, tmp_path, fmt: str) -> None:
+@pytest.mark.parametrize("fmt, line_end", [("csv", "\n"), ("csv", "\r\n"), ("json", "\n"), ("parquet", "\n")])
+def test_arrival_order_survives_micro_batches_a_restart_and_every_format(spark, tmp_path, fmt: str,
+                                                                         line_end: str) -> None:
+    """Lines end with a line feed, or a carriage return and a line feed (Windows' text files)."""
     fixture = recorded("ordered")
     *bids, closer = fixture["input"]
     source = tmp_path / "bids"
@@ -64,7 +66,7 @@ def test_arrival_order_survives_micro_batches_a_restart_and_every_format(spark, 
     rows: dict[str, list] = {p: [] for p in pipelines}
     for run_files in (range(2), range(2, len(files))):
         for index in run_files:
-            write(spark, source, f"{index}-bids", files[index], fmt, 1_600_000_000 + index)
+            write(spark, source, f"{index}-bids", files[index], fmt, 1_600_000_000 + index, line_end)
         found, result = collect_pipelines(spark, sql, tmp_path / "checkpoint", pipelines)
         assert len(result.queries[0].recentProgress) > 1, "a file a micro-batch"
         for pipeline in pipelines:

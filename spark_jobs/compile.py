@@ -151,7 +151,9 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
                                       source, arrival=ordered)
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
     keys = [KEY.format(i) for i in range(len(plain_keys))]
-    columns: list[Column] = [F.col("ts"), *([F.col(state.ARRIVAL)] if ordered else [])]
+    columns: list[Column] = [F.col("ts")]
+    if ordered:
+        columns += [F.col(state.ARRIVAL), F.expr(state.arrival_order(f"`{state.ARRIVAL}`")).alias(state.ORDER)]
     columns += [to_column(k.value.expr, mapping).alias(name) for k, name in zip(plain_keys, keys)]
     inputs: list[tuple[Aggregate, str | None, str | None, str | None]] = []
     for index, agg in enumerate(aggregate.aggregates):

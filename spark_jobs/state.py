@@ -67,6 +67,9 @@ GROUPING_SET = "gs"
 #: The input column saying where a row arrived from (``analyzer.aggregates.ARRIVAL``), for the
 #: aggregates that follow arrival order (:func:`spark_jobs.connectors.read_stream`).
 ARRIVAL = "_arrival"
+#: The input column holding a row's arrival as one number (:func:`arrival_order`), computed once a
+#: row for every field that reads it.
+ORDER = "_order"
 #: The Spark aggregate function that keeps a value with its arrival, by what the table fills.
 _BY_ARRIVAL = {FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max", ALL_BY_ARRIVAL: "collect_list"}
 
@@ -411,7 +414,7 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
     if field.slot is None:
         return _idle(field, ts, tag)
     function, argument, guard = _input(field)
-    call = _call(function, argument, field, arrival_order(f"`{ARRIVAL}`"))
+    call = _call(function, argument, field, f"`{ORDER}`")
     return F.expr(f"{call} FILTER (WHERE {guard} AND `{ts}` <> {_never(tag)})").alias(field.name)
 
 
@@ -459,7 +462,7 @@ def _input(field: _Field) -> tuple[str, str, str]:
         function = _BY_ARRIVAL[function]
         argument = f"CAST(named_struct('o', `{ARRIVAL}`, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
     elif field.kind is ARRIVAL_ORDER:
-        argument = arrival_order(f"`{ARRIVAL}`")
+        argument = f"`{ORDER}`"
     elif function in BY_ORDER:  # the value, taken by its arrival (the slot's order field; :func:`_call`)
         function, argument = BY_ORDER[function], f"CAST({value} AS {field.sql_type})"
     else:

@@ -42,7 +42,8 @@ from typing import AbstractSet, Any, Mapping
 
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES, FIELDS, TIME_DIGITS, Field, Pool, keeps_set, state_of
+from stategate.analyzer.aggregates import (AGGREGATES, FIELDS, TIME_DIGITS, AggregateFunction, Field, Pool, keeps_set,
+                                           state_of)
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Aggregate, JobModel, WindowAggregate
 from stategate.analyzer.reseed import not_reseedable, reseedable
@@ -490,9 +491,8 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     found = argument_family(model, aggregate)
     exact = exact_type(model, value_of(aggregate)) \
         if found is Family.EXACT and aggregate.function != "AVG" else None
-    if function is not None and function.state_of(None) is not None and not (
-            function.text_otherwise and found in function.state and (found is not Family.EXACT or exact)
-            and not (aggregate.distinct and function.distinct_state)):
+    if function is not None and function.state_of(None) is not None \
+            and not _in_own_type(function, aggregate, found, exact is not None):
         return Shape(aggregate.function, distinct=aggregate.distinct and bool(function.distinct_state))
     if found is None:
         return GENERIC
@@ -503,6 +503,14 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
         return Shape(aggregate.function, found)
     precision, scale = exact
     return Shape(aggregate.function, found, scale, precision if own_type else None)
+
+
+def _in_own_type(function: AggregateFunction, aggregate: Aggregate, found: Family | None, certain: bool) -> bool:
+    """Whether an aggregate that keeps any other value as text (``AggregateFunction.text_otherwise``)
+    keeps this one's in their own type: values of a family it has a state for, a decimal only of a
+    type the declared columns make ``certain``, and not with DISTINCT where it keeps another state."""
+    return function.text_otherwise and found in function.state and (found is not Family.EXACT or certain) \
+        and not (aggregate.distinct and function.distinct_state)
 
 
 def _pooled(model: JobModel, stage: WindowAggregate) -> dict[Pool, dict[str, Shape]]:

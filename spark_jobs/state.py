@@ -222,10 +222,7 @@ def from_text(kept: str, field: Field, sql_type: str, family: Family) -> Column:
     slots recorded before kept them. A re-seed carries such a slot's state into the new layout's."""
     if field is ARRIVAL_ORDER:
         return F.expr(arrival_order(f"`{kept}`.o"))
-    value = f"`{kept}`.v"
-    if family is Family.TIME:  # as :func:`_input` takes a time
-        value = f"unix_micros(CAST({value} AS TIMESTAMP))"
-    return F.expr(f"CAST({value} AS {sql_type})")
+    return F.expr(f"CAST({_taken(f'`{kept}`.v', family)} AS {sql_type})")
 
 
 def pooled_as_kept(slices: DataFrame, layout: StageLayout) -> DataFrame:
@@ -446,7 +443,7 @@ def _input(field: _Field) -> tuple[str, str, str]:
     """(Spark's aggregate function, its argument, the guard of a row it counts) of a held field, as SQL."""
     slot = field.slot
     assert slot is not None, "an idle field takes no input"
-    value = f"unix_micros(CAST(`{slot.value}` AS TIMESTAMP))" if slot.family is Family.TIME else f"`{slot.value}`"
+    value = _taken(f"`{slot.value}`", slot.family)
     function = field.function
     if function == "count":
         argument = "1"
@@ -468,6 +465,11 @@ def _input(field: _Field) -> tuple[str, str, str]:
     else:
         argument = f"CAST({value} AS {field.sql_type})"
     return function, argument, _counted(slot)
+
+
+def _taken(value: str, family: Family) -> str:
+    """A value (as SQL) as a slot of ``family`` takes it: a time as its microseconds."""
+    return f"unix_micros(CAST({value} AS TIMESTAMP))" if family is Family.TIME else value
 
 
 def _call(function: str, argument: str, field: _Field, order: str) -> str:

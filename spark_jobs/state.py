@@ -377,7 +377,12 @@ class _Field:
         slot holding that arrival."""
         if self.kind is None or self.kind.idle not in BY_ORDER:
             return None
-        return f"{ARRIVAL_ORDER.stem}{self.name.removeprefix(self.kind.stem)}"
+        return _order_field(self.name.removeprefix(self.kind.stem))
+
+
+def _order_field(slot: int | str) -> str:
+    """The field of slot number ``slot`` holding the arrival its value is kept by."""
+    return f"{ARRIVAL_ORDER.stem}{slot}"
 
 
 def slot_fields(slot: Slot) -> list[tuple[str, str]]:
@@ -549,7 +554,7 @@ def combine(slots: Sequence[Slot], slice_order: Column) -> list[Column]:
     """Stage 2: a window's values, from the buffers of its slices: only the fields the query's
     aggregates read (a window is emitted once, so its row needs no fixed schema). ``slice_order``
     orders a window's slices as Flink merges them, for the lists kept in arrival order."""
-    orders = {name: f"{ARRIVAL_ORDER.stem}{slot.index}" for slot in slots
+    orders = {name: _order_field(slot.index) for slot in slots
               for name, function in slot_fields(slot) if function in BY_ORDER}
     return [_merged(name, function, slice_order, orders.get(name)) for name, function in window_fields(slots)]
 
@@ -606,7 +611,7 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
     result = slot.result
     if result.spread:
         return _spread(slot, *_spread_state(slot))
-    if result.ordered and not by_order(slot):
+    if result.ordered and not _by_order(slot):
         return _arrived(slot, assembled)
     if result is Result.MULTISET:
         return _multiset(slot)
@@ -639,7 +644,7 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
     return _cast(value, slot)
 
 
-def by_order(slot: Slot) -> bool:
+def _by_order(slot: Slot) -> bool:
     """Whether the slot keeps its value by its arrival as one number (``analyzer.aggregates.BY_ORDER``)."""
     return any(function in BY_ORDER for _, function in slot_fields(slot))
 

@@ -72,10 +72,14 @@ FAMILIES = {
     "expressions": (("SUM({c} / 3)", "SUM({c} * 3 - 1)", "MAX(CAST(CAST(qty AS DOUBLE) / 7 AS INT))",
                      "MIN(MOD(qty, 7))", "LISTAGG(DATE_FORMAT(bidtime, 'yyyy-MM-dd HH:mm:ss.SSS'))"),
                     "exact", ("price",)),
-    # Sums past the range of their type: Flink sums a TINYINT, SMALLINT or INT in its own type.
+    # Past the range of a type, over INTs that reach theirs (:data:`EXTREMES`): Flink sums a
+    # TINYINT, SMALLINT or INT in its own type, its integer arithmetic and casts wrap as Java's do,
+    # and a number cast to a DECIMAL too narrow for it is NULL.
     "overflow": (("SUM({c} + 2000000000)", "SUM({c} + 2000000000) FILTER (WHERE qty > 40)",
                   "SUM(DISTINCT {c} + 2000000000)", "SUM(CAST({c} AS SMALLINT) + CAST(32000 AS SMALLINT))",
-                  "SUM(CAST({c} AS TINYINT))"), "exact", ("qty",)),
+                  "SUM(CAST({c} AS TINYINT))", "MIN(-{c})", "MAX({c} * 3 - 1)",
+                  "MAX(CAST({c} AS BIGINT) * 4611686018427387904)", "MAX(CAST({c} AS DECIMAL(5, 0)))",
+                  "COUNT(*) FILTER (WHERE {c} + 1 < 0)"), "exact", ("qty",)),
     # DISTINCT, over every window kind Flink runs it on. Flink orders a DISTINCT list by its own
     # hash table, stategate by each value's first arrival (analyzer.aggregates.Distinct): the
     # family's lists are held to the same values (``sets``).
@@ -103,6 +107,8 @@ FAMILIES = {
     "distinct_arrays": (("ARRAY_AGG(DISTINCT {c})", "ARRAY_AGG(DISTINCT {c} IGNORE NULLS)",
                          "ARRAY_AGG(DISTINCT {c}) FILTER (WHERE qty > 40)"), "sets", ("price", "qty")),
 }
+#: Families over bids whose INTs reach their type's bounds now and then.
+EXTREMES = ("overflow",)
 #: Families whose results are arrays: Flink's ``collect()`` cannot carry an array with a NULL element
 #: to Python ("Ran out of input"), so Flink's side casts each to text ("[1.50, NULL, 2.50]") and the
 #: test writes stategate's arrays as Flink casts them.
@@ -115,10 +121,11 @@ TUMBLE_ONLY = ("FIRST_VALUE", "LAST_VALUE", "JSON_ARRAYAGG", "SUM(DISTINCT")
 NOT_HOP = ("LISTAGG(DISTINCT",)
 
 
-def bids(seed: int, count: int, span_s: int = 7200) -> list[str]:
+def bids(seed: int, count: int, span_s: int = 7200, extremes: bool = False) -> list[str]:
     """Random bids over ``span_s`` seconds and four suppliers, every value column NULL now and then,
     in event-time order with small disorder (within the watermark's delay): where bids are less than
-    a second apart, some arrive after a later one."""
+    a second apart, some arrive after a later one. With ``extremes``, a tenth of the quantities are
+    an INT's largest or smallest."""
     rng = random.Random(seed)
     start = datetime(2020, 4, 15, 8, 0)
     lines = []
@@ -126,6 +133,8 @@ def bids(seed: int, count: int, span_s: int = 7200) -> list[str]:
         at = start + timedelta(seconds=i * span_s // count + rng.randint(0, 1))
         price = "" if rng.random() < 0.1 else f"{rng.uniform(-5, 500):.2f}"
         qty = "" if rng.random() < 0.1 else str(rng.randint(-10, 100))
+        if extremes and rng.random() < 0.1:
+            qty = str(rng.choice((2 ** 31 - 1, -2 ** 31)))
         score = "" if rng.random() < 0.1 else repr(rng.uniform(-1, 1) * 10 ** rng.randint(-3, 3))
         lines.append(f"{at:%Y-%m-%d %H:%M:%S}.000,{price},{qty},{score},s{rng.randint(1, 4)}")
     return lines + [CLOSER]
@@ -169,13 +178,13 @@ def run_flink(lines: list[str], sql: dict[str, str]) -> dict[str, list[list]]:
 
 def _text(value: object) -> object:
     """A value as the fixture keeps it: doubles as numbers, NULL as None, a MULTISET by
-    :func:`multiset_text`, the rest as Flink prints it."""
+    :func:`multiset_text`, a time as Python writes one, the rest as Flink prints it."""
     if value is None or isinstance(value, (int, float)):
         return value
     if isinstance(value, dict):
         return multiset_text(value)
-    if isinstance(value, datetime):
-        return value.strftime("%Y-%m-%d %H:%M:%S")
+    if isinstance(value, datetime):  # as Python writes one: its microseconds where it has any
+        return str(value)
     return str(value)
 
 
@@ -194,7 +203,7 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import pyflink
 
-    lines = bids(args.seed, args.bids, args.span)
+    lines = bids(args.seed, args.bids, args.span, extremes=args.family in EXTREMES)
     sql = queries(args.family)
     fixture = {
         "command": f"benchmarks/flink_oracle.py {args.family} --seed {args.seed} --bids {args.bids} --span {args.span}",

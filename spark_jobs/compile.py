@@ -141,32 +141,35 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     # Aggregates that follow arrival order read where each row arrived from (check_pipeline keeps
     # them to stages reading a source).
     ordered = any(AGGREGATES[a.function].result.ordered for a in aggregate.aggregates)
+    typed: JobModel | None
     if isinstance(aggregate.source, WindowAggregate):
         upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover, operator + 1,
                                   source)
         assert upstream.assembler is None, "check_pipeline refuses a window over assembled windows"
         rows, mapping = _cascade_input(upstream, layouts[1])
+        typed = None  # over an upstream window's results, whose types Flink's aggregates give
     else:
         rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window, cutover,
                                       source, arrival=ordered)
+        typed = model  # over a source's declared columns: integer arithmetic wraps as Flink's
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
     keys = [KEY.format(i) for i in range(len(plain_keys))]
     columns: list[Column] = [F.col("ts")]
     if ordered:
         columns += [F.col(state.ARRIVAL), F.expr(state.arrival_order(f"`{state.ARRIVAL}`")).alias(state.ORDER)]
-    columns += [to_column(k.value.expr, mapping).alias(name) for k, name in zip(plain_keys, keys)]
+    columns += [to_column(k.value.expr, mapping, typed).alias(name) for k, name in zip(plain_keys, keys)]
     inputs: list[tuple[Aggregate, str | None, str | None, str | None]] = []
     for index, agg in enumerate(aggregate.aggregates):
         value = f"v{index}" if agg.args else None
         if value:
-            columns.append(to_column(value_of(agg), mapping).alias(value))
+            columns.append(to_column(value_of(agg), mapping, typed).alias(value))
         key = f"by{index}" if AGGREGATES[agg.function].keyed else None
         if key:
-            columns.append(to_column(agg.args[0].expr, mapping).alias(key))
+            columns.append(to_column(agg.args[0].expr, mapping, typed).alias(key))
         flt = None
         if agg.filter is not None:
             flt = f"f{index}"
-            columns.append(to_column(agg.filter.expr, mapping).alias(flt))
+            columns.append(to_column(agg.filter.expr, mapping, typed).alias(flt))
         inputs.append((agg, value, flt, key))
     projected = rows.select(*columns)
     slots = [replace(_slot(agg, layout, value, flt, projected), key=key) for agg, value, flt, key in inputs]
@@ -309,12 +312,12 @@ def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequ
         assert table.rowtime is not None and rowtime is not None, "check_pipeline refuses a table without a watermark"
         time = table.rowtime
         if not isinstance(rowtime, exp.Column):  # computed: the watermark is declared on a column
-            df = df.withColumn(time, to_column(rowtime, mapping))
+            df = df.withColumn(time, to_column(rowtime, mapping, model))
         df = df.withWatermark(time, f"{table.watermark_delay_ms} milliseconds")
         if cutover is not None and cutover.cutoff_ms is not None:
             df = df.where(F.col(time) >= F.timestamp_millis(F.lit(cutover.cutoff_ms)))
     for predicate in filters:
-        df = df.where(_after_watermark(to_column(predicate.expr, mapping), time))
+        df = df.where(_after_watermark(to_column(predicate.expr, mapping, model), time))
     return df.withColumn("ts", F.col(time)), mapping
 
 

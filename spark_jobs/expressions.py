@@ -3,18 +3,25 @@
 The model's expressions are already resolved to source columns (``Bid.price``) or to the columns a
 stage produces (keys, aggregates, window attributes). Translating is a rewrite of those references to
 the DataFrame's column names, then sqlglot's own Spark generator: the SQL is not parsed again.
+
+Arithmetic over a source's columns goes past its type's range as Flink's does, where Spark's fails
+the query: integers wrap as Java's do (an INT's ``2147483647 + 1`` is ``-2147483648``, a ``CAST`` of
+an INT to a TINYINT keeps its low 8 bits), and a number ``CAST`` to a DECIMAL too narrow for it is
+NULL. A record whose arithmetic overflows would otherwise stop a job that Flink runs on, every
+time it restarts.
 """
 
 from __future__ import annotations
 
-from typing import Mapping
+from typing import Callable, Mapping
 
 from pyspark.sql import Column as SparkColumn
 from pyspark.sql import functions as F
 from sqlglot import exp
 
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.model import sql_key
+from stategate.analyzer.model import JobModel, sql_key
+from stategate.analyzer.value_types import Family, family, integer_bits
 
 
 #: Operators whose result type depends on their operands' types. Flink types an integer literal as
@@ -23,11 +30,17 @@ from stategate.analyzer.model import sql_key
 #: Flink's 13. Cast, the literal is an INT on both.
 _ARITHMETIC = (exp.Add, exp.Sub, exp.Mul, exp.Div, exp.Mod)
 _INT, _BIGINT, _INT_MAX = exp.DType.INT, exp.DType.BIGINT, 2**31 - 1
+#: The operators whose integer result can pass its type's range, and Spark's function for each that
+#: gives NULL where it does (the operands' own operator otherwise).
+_WRAPPING: Mapping[type[exp.Expr], str] = {exp.Add: "try_add", exp.Sub: "try_subtract", exp.Mul: "try_multiply"}
+#: Spark's integer type of each width.
+_INTEGER_TYPES = {8: exp.DType.TINYINT, 16: exp.DType.SMALLINT, 32: exp.DType.INT, 64: exp.DType.BIGINT}
 
 
-def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str]) -> str:
+def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], model: JobModel | None = None) -> str:
     """Spark SQL text of ``expr`` with every sub-expression found in ``columns`` (by canonical key)
-    replaced by a reference to that DataFrame column."""
+    replaced by a reference to that DataFrame column. With the ``model`` whose declared columns
+    type ``expr``, its integer arithmetic wraps as Flink's does."""
 
     def rewrite(node: exp.Expr) -> exp.Expr:
         key = sql_key(node)
@@ -38,11 +51,79 @@ def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str]) -> str:
                                 clause=expr.sql(dialect="flink"))
         if isinstance(node, exp.Literal) and node.is_int and isinstance(node.parent, _ARITHMETIC):
             return exp.cast(node.copy(), _INT if abs(int(node.name)) <= _INT_MAX else _BIGINT)
+        if model is not None:
+            wrapped = _wrapping(node, model, lambda child: child.transform(rewrite, copy=False))
+            if wrapped is not None:
+                return wrapped
         return node
 
     rewritten = expr.copy().transform(rewrite, copy=False)
     return rewritten.sql(dialect="spark")
 
 
-def to_column(expr: exp.Expr, columns: Mapping[str, str]) -> SparkColumn:
-    return F.expr(to_spark_sql(expr, columns))
+def to_column(expr: exp.Expr, columns: Mapping[str, str], model: JobModel | None = None) -> SparkColumn:
+    return F.expr(to_spark_sql(expr, columns, model))
+
+
+def _wrapping(node: exp.Expr, model: JobModel, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
+    """``node`` as Flink computes it where its integer result can pass its type's range: an
+    addition, subtraction or multiplication of integers (in the wider operand's type, as Flink
+    types it), a negation, a CAST of an integer to a narrower integer type; its operands
+    ``translated``. None for any other node.
+
+    The result is Spark's own where it stays in range (``try_add``...); past it, the exact result
+    (in a long, or in 39 digits for a long's), cut to the type's bits as Java's arithmetic cuts it."""
+    if isinstance(node, tuple(_WRAPPING)):
+        left_bits, right_bits = _operand_bits(node.this, model), _operand_bits(node.expression, model)
+        if left_bits is None or right_bits is None:
+            return None
+        width = max(left_bits, right_bits)
+        left, right = translated(node.this), translated(node.expression)
+        exact = node.__class__(this=_widened(left, width), expression=_widened(right, width))
+        quick = exp.Anonymous(this=_WRAPPING[type(node)], expressions=[left, right])
+        return exp.Coalesce(this=quick, expressions=[_cut(exact, width)])
+    if isinstance(node, exp.Neg) and not isinstance(node.this, exp.Literal):
+        bits = _operand_bits(node.this, model)
+        if bits is None:
+            return None
+        operand = translated(node.this)
+        zero = exp.cast(exp.Literal.number(0), _INTEGER_TYPES[bits])
+        return exp.Coalesce(this=exp.Anonymous(this="try_subtract", expressions=[zero, operand]),
+                            expressions=[_cut(exp.Neg(this=_widened(operand, bits)), bits)])
+    if isinstance(node, exp.Cast) and node.to.this == exp.DType.DECIMAL \
+            and family(model, node.this) in (Family.EXACT, Family.FLOATING):
+        # A number past the DECIMAL's digits is NULL on Flink.
+        return exp.TryCast(this=translated(node.this), to=node.to.copy(), safe=True)
+    if isinstance(node, exp.Cast) and node.to.this in _INTEGER_TYPES.values():
+        source, target = integer_bits(model, node.this), next(b for b, t in _INTEGER_TYPES.items() if t == node.to.this)
+        if source is None or source <= target:
+            return None
+        if isinstance(node.this, exp.Literal):  # cut here: Spark would fold the same constant
+            value = (int(node.this.name) + 2 ** (target - 1)) % 2 ** target - 2 ** (target - 1)
+            return exp.cast(exp.Literal.number(value), node.to.this)
+        return _cut(translated(node.this), target)
+    return None
+
+
+def _operand_bits(operand: exp.Expr, model: JobModel) -> int | None:
+    """The bits of an integer operand's type; an integer literal is an INT, a BIGINT past its range
+    (``to_spark_sql`` casts it so)."""
+    if isinstance(operand, exp.Literal) and operand.is_int:
+        return 32 if abs(int(operand.name)) <= _INT_MAX else 64
+    return integer_bits(model, operand)
+
+
+def _widened(operand: exp.Expr, width: int) -> exp.Expr:
+    """An operand in a type that holds any sum, difference or product of two of ``width`` bits."""
+    return exp.cast(operand.copy(), exp.DType.BIGINT if width < 64 else exp.DataType.build("DECIMAL(38, 0)"))
+
+
+def _cut(exact: exp.Expr, width: int) -> exp.Expr:
+    """An exact integer cut to its low ``width`` bits, read as a signed integer of that width: what
+    Java's arithmetic leaves of it."""
+    modulus, half = 2 ** width, 2 ** (width - 1)
+    kept = exp.Anonymous(this="pmod", expressions=[
+        exp.Add(this=exp.Anonymous(this="pmod", expressions=[exact, exp.Literal.number(modulus)]),
+                expression=exp.Literal.number(half)),
+        exp.Literal.number(modulus)])
+    return exp.cast(exp.Sub(this=exp.paren(kept), expression=exp.Literal.number(half)), _INTEGER_TYPES[width])

@@ -52,7 +52,7 @@ def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], model: JobModel | N
         if isinstance(node, exp.Literal) and node.is_int and isinstance(node.parent, _ARITHMETIC):
             return exp.cast(node.copy(), _INT if abs(int(node.name)) <= _INT_MAX else _BIGINT)
         if model is not None:
-            wrapped = _wrapping(node, model, lambda child: child.transform(rewrite, copy=False))
+            wrapped = _past_range(node, model, lambda child: child.transform(rewrite, copy=False))
             if wrapped is not None:
                 return wrapped
         return node
@@ -65,14 +65,14 @@ def to_column(expr: exp.Expr, columns: Mapping[str, str], model: JobModel | None
     return F.expr(to_spark_sql(expr, columns, model))
 
 
-def _wrapping(node: exp.Expr, model: JobModel, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
-    """``node`` as Flink computes it where its integer result can pass its type's range: an
-    addition, subtraction or multiplication of integers (in the wider operand's type, as Flink
-    types it), a negation, a CAST of an integer to a narrower integer type; its operands
-    ``translated``. None for any other node.
+def _past_range(node: exp.Expr, model: JobModel, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
+    """``node`` as Flink computes it where its result can pass its type's range: an addition,
+    subtraction or multiplication of integers (in the wider operand's type, as Flink types it), a
+    negation, a CAST of an integer to a narrower integer type, a CAST of a number to a DECIMAL; its
+    operands ``translated``. None for any other node.
 
     The result is Spark's own where it stays in range (``try_add``...); past it, the exact result
-    (in a long, or in 39 digits for a long's), cut to the type's bits as Java's arithmetic cuts it."""
+    (in a long, or in 38 digits for a long's), cut to the type's bits as Java's arithmetic cuts it."""
     if isinstance(node, tuple(_WRAPPING)):
         left_bits, right_bits = _operand_bits(node.this, model), _operand_bits(node.expression, model)
         if left_bits is None or right_bits is None:
@@ -96,11 +96,9 @@ def _wrapping(node: exp.Expr, model: JobModel, translated: Callable[[exp.Expr], 
         return exp.TryCast(this=translated(node.this), to=node.to.copy(), safe=True)
     if isinstance(node, exp.Cast) and node.to.this in _INTEGER_TYPES.values():
         source, target = integer_bits(model, node.this), next(b for b, t in _INTEGER_TYPES.items() if t == node.to.this)
-        if source is None or source <= target:
+        fits = isinstance(node.this, exp.Literal) and node.this.is_int and -2 ** (target - 1) <= int(node.this.name) < 2 ** (target - 1)
+        if source is None or source <= target or fits:
             return None
-        if isinstance(node.this, exp.Literal):  # cut here: Spark would fold the same constant
-            value = (int(node.this.name) + 2 ** (target - 1)) % 2 ** target - 2 ** (target - 1)
-            return exp.cast(exp.Literal.number(value), node.to.this)
         return _cut(translated(node.this), target)
     return None
 

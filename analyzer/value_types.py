@@ -125,14 +125,14 @@ _INTEGER_DIGITS = {exp.DataType.Type.TINYINT: 3, exp.DataType.Type.SMALLINT: 5, 
 
 
 #: The bits of each integer type Flink and Spark share (Java's byte, short, int and long).
-_INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
+INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, exp.DataType.Type.INT: 32,
                  exp.DataType.Type.BIGINT: 64}
 
 
 def integer_bits(model: JobModel, expr: exp.Expr) -> int | None:
     """The bits of ``expr``'s integer type (8 for a TINYINT to 64 for a BIGINT); None where it is
     of no integer type, or its type cannot be told."""
-    return _INTEGER_BITS.get(value_type(model, expr).this)
+    return INTEGER_BITS.get(value_type(model, expr).this)
 
 
 def is_integer(model: JobModel, expr: exp.Expr) -> bool:

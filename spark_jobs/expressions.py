@@ -21,7 +21,7 @@ from sqlglot import exp
 
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import JobModel, sql_key
-from stategate.analyzer.value_types import Family, family, integer_bits
+from stategate.analyzer.value_types import INTEGER_BITS, Family, family, integer_bits
 
 
 #: Operators whose result type depends on their operands' types. Flink types an integer literal as
@@ -33,8 +33,8 @@ _INT, _BIGINT, _INT_MAX = exp.DType.INT, exp.DType.BIGINT, 2**31 - 1
 #: The operators whose integer result can pass its type's range, and Spark's function for each that
 #: gives NULL where it does (the operands' own operator otherwise).
 _WRAPPING: Mapping[type[exp.Expr], str] = {exp.Add: "try_add", exp.Sub: "try_subtract", exp.Mul: "try_multiply"}
-#: Spark's integer type of each width.
-_INTEGER_TYPES = {8: exp.DType.TINYINT, 16: exp.DType.SMALLINT, 32: exp.DType.INT, 64: exp.DType.BIGINT}
+#: The integer type of each width.
+_INTEGER_TYPES = {bits: kind for kind, bits in INTEGER_BITS.items()}
 
 
 def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], model: JobModel | None = None) -> str:
@@ -94,8 +94,8 @@ def _past_range(node: exp.Expr, model: JobModel, translated: Callable[[exp.Expr]
             and family(model, node.this) in (Family.EXACT, Family.FLOATING):
         # A number past the DECIMAL's digits is NULL on Flink.
         return exp.TryCast(this=translated(node.this), to=node.to.copy(), safe=True)
-    if isinstance(node, exp.Cast) and node.to.this in _INTEGER_TYPES.values():
-        source, target = integer_bits(model, node.this), next(b for b, t in _INTEGER_TYPES.items() if t == node.to.this)
+    if isinstance(node, exp.Cast) and node.to.this in INTEGER_BITS:
+        source, target = integer_bits(model, node.this), INTEGER_BITS[node.to.this]
         fits = isinstance(node.this, exp.Literal) and node.this.is_int and -2 ** (target - 1) <= int(node.this.name) < 2 ** (target - 1)
         if source is None or source <= target or fits:
             return None

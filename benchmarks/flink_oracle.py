@@ -99,6 +99,9 @@ FAMILIES = {
                "LISTAGG(supplier_id, '')", "COLLECT(supplier_id)", "COLLECT(CAST(qty AS BIGINT))"),
               "exact", ("qty",)),
     # What a window without a value gives: every aggregate over no row (a FILTER that never holds).
+    # A NULL group key (:data:`NULL_KEYS`): Flink groups its rows as one key, in every window kind.
+    "null_keys": (("COUNT(*)", "SUM({c})", "MAX({c})", "COUNT(DISTINCT {c})", "LISTAGG(CAST({c} AS STRING))"),
+                  "exact", ("qty",)),
     "empty": (tuple(f"{call} FILTER (WHERE qty > 1000)" for call in (
         "COUNT(*)", "COUNT({c})", "SUM({c})", "AVG({c})", "MIN({c})", "MAX({c})", "STDDEV_POP({c})", "VAR_SAMP({c})",
         "COUNT(DISTINCT {c})", "SUM(DISTINCT {c})", "FIRST_VALUE({c})", "LAST_VALUE({c})",
@@ -109,6 +112,8 @@ FAMILIES = {
 }
 #: Families over bids whose INTs reach their type's bounds now and then.
 EXTREMES = ("overflow",)
+#: Families over bids whose group key is NULL now and then.
+NULL_KEYS = ("null_keys",)
 #: Families whose results are arrays: Flink's ``collect()`` cannot carry an array with a NULL element
 #: to Python ("Ran out of input"), so Flink's side casts each to text ("[1.50, NULL, 2.50]") and the
 #: test writes stategate's arrays as Flink casts them.
@@ -121,11 +126,11 @@ TUMBLE_ONLY = ("FIRST_VALUE", "LAST_VALUE", "JSON_ARRAYAGG", "SUM(DISTINCT")
 NOT_HOP = ("LISTAGG(DISTINCT",)
 
 
-def bids(seed: int, count: int, span_s: int = 7200, extremes: bool = False) -> list[str]:
+def bids(seed: int, count: int, span_s: int = 7200, extremes: bool = False, null_keys: bool = False) -> list[str]:
     """Random bids over ``span_s`` seconds and four suppliers, every value column NULL now and then,
     in event-time order with small disorder (within the watermark's delay): where bids are less than
     a second apart, some arrive after a later one. With ``extremes``, a tenth of the quantities are
-    an INT's largest or smallest."""
+    an INT's largest or smallest; with ``null_keys``, a tenth of the suppliers are NULL."""
     rng = random.Random(seed)
     start = datetime(2020, 4, 15, 8, 0)
     lines = []
@@ -136,7 +141,8 @@ def bids(seed: int, count: int, span_s: int = 7200, extremes: bool = False) -> l
         if extremes and rng.random() < 0.1:
             qty = str(rng.choice((2 ** 31 - 1, -2 ** 31)))
         score = "" if rng.random() < 0.1 else repr(rng.uniform(-1, 1) * 10 ** rng.randint(-3, 3))
-        lines.append(f"{at:%Y-%m-%d %H:%M:%S}.000,{price},{qty},{score},s{rng.randint(1, 4)}")
+        supplier = "" if null_keys and rng.random() < 0.1 else f"s{rng.randint(1, 4)}"
+        lines.append(f"{at:%Y-%m-%d %H:%M:%S}.000,{price},{qty},{score},{supplier}")
     return lines + [CLOSER]
 
 
@@ -172,8 +178,13 @@ def run_flink(lines: list[str], sql: dict[str, str]) -> dict[str, list[list]]:
                         "'csv.null-literal' = '')")
         for kind, query in sql.items():
             with env.execute_sql(query).collect() as rows:
-                found[kind] = sorted([_text(v) for v in row] for row in rows if row[0] != "closer")
+                found[kind] = sorted(([_text(v) for v in row] for row in rows if row[0] != "closer"), key=_nulls_first)
     return found
+
+
+def _nulls_first(row: list) -> list[tuple[bool, object]]:
+    """A row's sort key: NULLs first in each column, other values in their own order."""
+    return [(value is not None, 0 if value is None else value) for value in row]
 
 
 def _text(value: object) -> object:
@@ -203,7 +214,8 @@ def main(argv: list[str] | None = None) -> int:
     args = parser.parse_args(argv)
     import pyflink
 
-    lines = bids(args.seed, args.bids, args.span, extremes=args.family in EXTREMES)
+    lines = bids(args.seed, args.bids, args.span, extremes=args.family in EXTREMES,
+                 null_keys=args.family in NULL_KEYS)
     sql = queries(args.family)
     fixture = {
         "command": f"benchmarks/flink_oracle.py {args.family} --seed {args.seed} --bids {args.bids} --span {args.span}",

@@ -50,7 +50,7 @@ def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], model: JobModel | N
             raise SQLModelError(f"{node.sql(dialect='flink')} is not available at this point of the query",
                                 clause=expr.sql(dialect="flink"))
         if isinstance(node, exp.Literal) and node.is_int and isinstance(node.parent, _ARITHMETIC):
-            return exp.cast(node.copy(), _INT if abs(int(node.name)) <= _INT_MAX else _BIGINT)
+            return exp.cast(node.copy(), _literal_type(node))
         if model is not None:
             wrapped = _past_range(node, model, lambda child: child.transform(rewrite, copy=False))
             if wrapped is not None:
@@ -103,11 +103,15 @@ def _past_range(node: exp.Expr, model: JobModel, translated: Callable[[exp.Expr]
     return None
 
 
+def _literal_type(literal: exp.Literal) -> exp.DType:
+    """An integer literal's type in arithmetic, as Flink types it: an INT, a BIGINT past its range."""
+    return _INT if abs(int(literal.name)) <= _INT_MAX else _BIGINT
+
+
 def _operand_bits(operand: exp.Expr, model: JobModel) -> int | None:
-    """The bits of an integer operand's type; an integer literal is an INT, a BIGINT past its range
-    (``to_spark_sql`` casts it so)."""
+    """The bits of an integer operand's type (a literal's as ``to_spark_sql`` casts it)."""
     if isinstance(operand, exp.Literal) and operand.is_int:
-        return 32 if abs(int(operand.name)) <= _INT_MAX else 64
+        return INTEGER_BITS[_literal_type(operand)]
     return integer_bits(model, operand)
 
 

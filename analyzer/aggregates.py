@@ -30,7 +30,9 @@ from dataclasses import dataclass
 from enum import Enum
 from typing import Mapping
 
-from stategate.analyzer.value_types import Family
+from sqlglot import exp
+
+from stategate.analyzer.value_types import MAX_DIGITS, Family
 
 
 class Pool(str, Enum):
@@ -235,6 +237,13 @@ class Result(Enum):
         return self in (Result.FIRST, Result.LAST, Result.LIST, Result.ARRAY, Result.JSON_ARRAY)
 
 
+#: The results of their argument's type (a DECIMAL widened in :data:`_WIDENED`).
+_OWN_TYPED = frozenset({Result.SUM, Result.MIN, Result.MAX, Result.MEAN, Result.FIRST, Result.LAST, Result.VAR_POP,
+                        Result.VAR_SAMP, Result.STDDEV_POP, Result.STDDEV_SAMP})
+#: The results in which a DECIMAL argument widens to 38 digits.
+_WIDENED = frozenset({Result.SUM, Result.MEAN, Result.VAR_POP, Result.VAR_SAMP, Result.STDDEV_POP, Result.STDDEV_SAMP})
+
+
 @dataclass(frozen=True)
 class AggregateFunction:
     """One aggregate the engine runs.
@@ -327,6 +336,22 @@ class AggregateFunction:
     @property
     def spelled(self) -> str:
         return self.flink or self.name
+
+    def result_type(self, argument: exp.DataType | None) -> exp.DataType | None:
+        """Flink's type of its result over an argument of type ``argument`` (None: no argument),
+        where that is a number or the argument's own type: a count is a BIGINT; a SUM, an AVG and
+        a STDDEV or VARIANCE of integers are of their type, as are a MIN, MAX, FIRST_VALUE or
+        LAST_VALUE of anything; a SUM of DECIMAL(p, s) is a DECIMAL(38, s), an AVG, STDDEV or
+        VARIANCE one with at least 6 digits of scale. None for the others (lists, arrays, maps,
+        JSON) and wherever the argument's type cannot be told."""
+        if self.result in (Result.COUNT, Result.ESTIMATE):
+            return exp.DataType.build("BIGINT")
+        if argument is None or argument.this == exp.DataType.Type.UNKNOWN or self.result not in _OWN_TYPED:
+            return None
+        if argument.this != exp.DataType.Type.DECIMAL or self.result not in _WIDENED:
+            return argument
+        scale = int(argument.expressions[1].name) if len(argument.expressions) == 2 else 0
+        return exp.DataType.build(f"DECIMAL({MAX_DIGITS}, {max(scale, 6) if self.result is not Result.SUM else scale})")
 
 
 def _extreme(name: str, function: str, result: Result) -> AggregateFunction:

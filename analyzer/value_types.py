@@ -7,15 +7,17 @@ agree on what each aggregate reads before any engine runs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import Enum
 from functools import lru_cache
+from typing import Mapping
 
 from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.optimizer.annotate_types import annotate_types
 
 from stategate.analyzer.dialect import Flink, function_name
-from stategate.analyzer.model import JobModel
+from stategate.analyzer.model import JobModel, sql_key
 
 #: Flink's built-in functions that return STRING and that sqlglot cannot type on its own.
 TEXT_FUNCTIONS = frozenset({
@@ -28,15 +30,20 @@ _STRING = exp.DataType.build("STRING", dialect=Flink)
 _UNKNOWN = exp.DataType.build("UNKNOWN")
 
 
-def value_type(model: JobModel, expr: exp.Expr) -> exp.DataType:
+def value_type(model: JobModel, expr: exp.Expr, known: Mapping[str, exp.DataType] | None = None) -> exp.DataType:
     """``expr``'s type; UNKNOWN where a column's type is not declared or a function is opaque.
 
-    Resolved expressions name source columns (``Table.column``). A column is typed by its
-    declaration alone: most aggregates read one, and inference costs a copy and a pass of sqlglot's
-    annotator (on a script of 49,000 INSERTs, 98,000 of them). In anything larger each column is
-    replaced by a typed null (``CAST(NULL AS <declared type>)``), as is a call of one of
+    Resolved expressions name source columns (``Table.column``), or values a stage computed, whose
+    types ``known`` holds by expression key (:class:`Typing`). A column is typed by its declaration
+    alone: most aggregates read one, and inference costs a copy and a pass of sqlglot's annotator
+    (on a script of 49,000 INSERTs, 98,000 of them). In anything larger each column or known value
+    is replaced by a typed null (``CAST(NULL AS <its type>)``), as is a call of one of
     :data:`TEXT_FUNCTIONS`, and sqlglot's type inference does the rest."""
     declared = model.declared_types
+    if known:
+        found = known.get(sql_key(expr))
+        if found is not None:
+            return found.copy()
     if isinstance(expr, exp.Column):
         found = _built(declared.get((expr.table, expr.name)))
         return (found if found is not None else _UNKNOWN).copy()
@@ -44,7 +51,9 @@ def value_type(model: JobModel, expr: exp.Expr) -> exp.DataType:
     def typed(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Func) and function_name(node) in TEXT_FUNCTIONS:
             return exp.Cast(this=exp.null(), to=_STRING.copy())
-        found = _built(declared.get((node.table, node.name))) if isinstance(node, exp.Column) else None
+        found = known.get(sql_key(node)) if known else None
+        if found is None and isinstance(node, exp.Column):
+            found = _built(declared.get((node.table, node.name)))
         return node if found is None else exp.Cast(this=exp.null(), to=found.copy())
 
     return annotate_types(expr.copy().transform(typed), dialect=Flink).type or _UNKNOWN.copy()
@@ -92,8 +101,12 @@ _FAMILIES = (
 
 def family(model: JobModel, expr: exp.Expr) -> Family | None:
     """``expr``'s value family; None where its type cannot be told."""
-    kind = value_type(model, expr).this
-    return next((name for name, types in _FAMILIES if kind in types), None)
+    return family_of(value_type(model, expr))
+
+
+def family_of(kind: exp.DataType) -> Family | None:
+    """A type's value family; None for UNKNOWN and the types no family holds."""
+    return next((name for name, types in _FAMILIES if kind.this in types), None)
 
 
 def exact_scale(model: JobModel, expr: exp.Expr) -> int | None:
@@ -129,10 +142,29 @@ INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, ex
                  exp.DataType.Type.BIGINT: 64}
 
 
-def integer_bits(model: JobModel, expr: exp.Expr) -> int | None:
-    """The bits of ``expr``'s integer type (8 for a TINYINT to 64 for a BIGINT); None where it is
-    of no integer type, or its type cannot be told."""
-    return INTEGER_BITS.get(value_type(model, expr).this)
+@dataclass(frozen=True)
+class Typing:
+    """What types the expressions at one point of a query: the model's declared columns and, past
+    a window aggregation, the values it computed (by expression key: each group key, and each
+    aggregate's result as Flink types it, ``SUM`` of an INT an INT)."""
+
+    model: JobModel
+    known: Mapping[str, exp.DataType] = field(default_factory=dict)
+
+    def of(self, expr: exp.Expr) -> exp.DataType:
+        return value_type(self.model, expr, self.known)
+
+    def integer_bits(self, expr: exp.Expr) -> int | None:
+        """The bits of ``expr``'s integer type (8 for a TINYINT to 64 for a BIGINT); None where it
+        is of no integer type, or its type cannot be told."""
+        return INTEGER_BITS.get(self.of(expr).this)
+
+    def family(self, expr: exp.Expr) -> Family | None:
+        return family_of(self.of(expr))
+
+    def knowing(self, known: Mapping[str, exp.DataType]) -> Typing:
+        """This typing, and the types of the values ``known`` holds."""
+        return Typing(self.model, {**self.known, **known})
 
 
 def is_integer(model: JobModel, expr: exp.Expr) -> bool:

@@ -74,12 +74,15 @@ FAMILIES = {
                     "exact", ("price",)),
     # Past the range of a type, over INTs that reach theirs (:data:`EXTREMES`): Flink sums a
     # TINYINT, SMALLINT or INT in its own type, its integer arithmetic and casts wrap as Java's do,
-    # and a number cast to a DECIMAL too narrow for it is NULL.
+    # and a number cast to a DECIMAL too narrow for it is NULL; over a source's columns and over a
+    # window's results (a SUM of INTs is an INT).
     "overflow": (("SUM({c} + 2000000000)", "SUM({c} + 2000000000) FILTER (WHERE qty > 40)",
                   "SUM(DISTINCT {c} + 2000000000)", "SUM(CAST({c} AS SMALLINT) + CAST(32000 AS SMALLINT))",
                   "SUM(CAST({c} AS TINYINT))", "MIN(-{c})", "MAX({c} * 3 - 1)",
                   "MAX(CAST({c} AS BIGINT) * 4611686018427387904)", "MAX(CAST({c} AS DECIMAL(5, 0)))",
-                  "COUNT(*) FILTER (WHERE {c} + 1 < 0)"), "exact", ("qty",)),
+                  "COUNT(*) FILTER (WHERE {c} + 1 < 0)", "SUM({c}) * 3", "-MIN({c})", "AVG({c}) - 2147483647",
+                  "COUNT(*) * 4611686018427387904", "CAST(SUM({c}) AS SMALLINT)",
+                  "CAST(MAX({c}) AS DECIMAL(5, 0))"), "exact", ("qty",)),
     # DISTINCT, over every window kind Flink runs it on. Flink orders a DISTINCT list by its own
     # hash table, stategate by each value's first arrival (analyzer.aggregates.Distinct): the
     # family's lists are held to the same values (``sets``).
@@ -110,8 +113,33 @@ FAMILIES = {
     "distinct_arrays": (("ARRAY_AGG(DISTINCT {c})", "ARRAY_AGG(DISTINCT {c} IGNORE NULLS)",
                          "ARRAY_AGG(DISTINCT {c}) FILTER (WHERE qty > 40)"), "sets", ("price", "qty")),
 }
+#: Families of whole queries, by what each shows rather than by window kind (a query may open with
+#: the views it reads, each statement ending with ``;`` and a new line): past a type's range
+#: downstream of a window aggregation, in a cascaded window (over HOP windows), a window Top-N and
+#: a window join.
+SHAPES = {
+    "downstream": ({
+        "cascade": "CREATE TEMPORARY VIEW Tumbled AS\nSELECT supplier_id, window_time, SUM(qty) AS s, MAX(qty) AS m\n"
+                   f"FROM TABLE({WINDOWS['tumble']})\nGROUP BY supplier_id, window_start, window_end, window_time;\n"
+                   "SELECT supplier_id, window_start, window_end,\n  SUM(s * 2) AS a0, MAX(m + 1) AS a1, "
+                   "SUM(s) + 2147483647 AS a2, MIN(-m) AS a3, CAST(MAX(s) AS SMALLINT) AS a4\n"
+                   "FROM TABLE(HOP(TABLE Tumbled, DESCRIPTOR(window_time), INTERVAL '10' MINUTES, INTERVAL '30' MINUTES))\n"
+                   "GROUP BY supplier_id, window_start, window_end",
+        "top_n": "SELECT supplier_id, window_start, window_end, v, w FROM (\n  SELECT *, ROW_NUMBER() OVER ("
+                 "PARTITION BY window_start, window_end ORDER BY v DESC) AS rownum FROM (\n"
+                 "    SELECT supplier_id, window_start, window_end, SUM(qty) * 3 AS v, MAX(qty) + 1 AS w\n"
+                 f"    FROM TABLE({WINDOWS['hop']})\n    GROUP BY supplier_id, window_start, window_end))\n"
+                 "WHERE rownum <= 2",
+        "join": "SELECT L.supplier_id, L.window_start, L.window_end, L.s + R.m AS a0, L.s * R.m AS a1, -L.s AS a2,\n"
+                "  CAST(L.s AS TINYINT) AS a3\nFROM (\n  SELECT supplier_id, window_start, window_end, SUM(qty) AS s\n"
+                f"  FROM TABLE({WINDOWS['tumble']})\n  GROUP BY supplier_id, window_start, window_end) L\nJOIN (\n"
+                "  SELECT supplier_id, window_start, window_end, MAX(qty) AS m\n"
+                f"  FROM TABLE({WINDOWS['tumble']})\n  GROUP BY supplier_id, window_start, window_end) R\n"
+                "ON L.supplier_id = R.supplier_id AND L.window_start = R.window_start AND L.window_end = R.window_end",
+    }, "exact"),
+}
 #: Families over bids whose INTs reach their type's bounds now and then.
-EXTREMES = ("overflow",)
+EXTREMES = ("overflow", "downstream")
 #: Families over bids whose group key is NULL now and then.
 NULL_KEYS = ("null_keys",)
 #: Families whose results are arrays: Flink's ``collect()`` cannot carry an array with a NULL element
@@ -149,6 +177,8 @@ def bids(seed: int, count: int, span_s: int = 7200, extremes: bool = False, null
 def queries(family: str, as_text: bool = False) -> dict[str, str]:
     """Each window kind's query: every call of the family over every aggregated column that Flink
     runs over the kind; ``as_text``: each call cast to STRING (:data:`AS_TEXT`)."""
+    if family in SHAPES:
+        return dict(SHAPES[family][0])
     found = {}
     calls_of, _, columns = FAMILIES[family]
     for kind, window in WINDOWS.items():
@@ -176,7 +206,10 @@ def run_flink(lines: list[str], sql: dict[str, str]) -> dict[str, list[list]]:
         env.execute_sql(f"CREATE TABLE Bid ({COLUMNS}, WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) "
                         f"WITH ('connector' = 'filesystem', 'path' = '{folder}', 'format' = 'csv', "
                         "'csv.null-literal' = '')")
-        for kind, query in sql.items():
+        for kind, script in sql.items():
+            *views, query = script.split(";\n")
+            for view in views:
+                env.execute_sql(view)
             with env.execute_sql(query).collect() as rows:
                 found[kind] = sorted(([_text(v) for v in row] for row in rows if row[0] != "closer"), key=_nulls_first)
     return found
@@ -207,7 +240,7 @@ def multiset_text(counts: dict) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("family", choices=sorted(FAMILIES))
+    parser.add_argument("family", choices=sorted(FAMILIES.keys() | SHAPES.keys()))
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--bids", type=int, default=600)
     parser.add_argument("--span", type=int, default=7200, help="seconds of event time the bids cover")
@@ -220,7 +253,7 @@ def main(argv: list[str] | None = None) -> int:
     fixture = {
         "command": f"benchmarks/flink_oracle.py {args.family} --seed {args.seed} --bids {args.bids} --span {args.span}",
         "flink": pyflink.version.__version__,
-        "compare": FAMILIES[args.family][1],
+        "compare": (FAMILIES | SHAPES)[args.family][1],
         "columns": COLUMNS,
         "input": lines,
         "queries": sql,

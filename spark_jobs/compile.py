@@ -34,15 +34,15 @@ from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import JobLayout, StageLayout, value_of
 from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, OrderKey, Output,
                                       Pipeline, Resolved, Table, TimeKind, TopN, Window, WindowAggregate, WindowJoin,
-                                      sql_key)
+                                      branch_column, sql_key)
 from stategate.analyzer.runnable import check_pipeline, declared, sink_types
 from stategate.analyzer.scope import source_column, time_attribute, window_column, window_field_of
-from stategate.analyzer.value_types import Family
+from stategate.analyzer.value_types import Family, Typing
 from stategate.spark_jobs import state
 from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler, slices_dir
 from stategate.spark_jobs.connectors import read_stream
 from stategate.spark_jobs.cutover import Cutover
-from stategate.spark_jobs.expressions import to_column
+from stategate.spark_jobs.expressions import results_typing, to_column
 from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalizer, joined_stream
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
 from stategate.spark_jobs.reseed import read_carried
@@ -63,6 +63,7 @@ class Stage:
     slots: list[Slot]
     slicer: WindowSlicer
     assembler: WindowAssembler | None  # stage 2, per micro-batch (HOP, CUMULATE)
+    results: Typing  # what types its keys and aggregates' results, where they are read
 
 
 #: A micro-batch of a pipeline's stream and its id → its sink rows, readable inside the ``with``
@@ -141,17 +142,17 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     # Aggregates that follow arrival order read where each row arrived from (check_pipeline keeps
     # them to stages reading a source).
     ordered = any(AGGREGATES[a.function].result.ordered for a in aggregate.aggregates)
-    typed: JobModel | None
+    typed: Typing
     if isinstance(aggregate.source, WindowAggregate):
         upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover, operator + 1,
                                   source)
         assert upstream.assembler is None, "check_pipeline refuses a window over assembled windows"
         rows, mapping = _cascade_input(upstream, layouts[1])
-        typed = None  # over an upstream window's results, whose types Flink's aggregates give
+        typed = upstream.results
     else:
         rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window, cutover,
                                       source, arrival=ordered)
-        typed = model  # over a source's declared columns: integer arithmetic wraps as Flink's
+        typed = Typing(model)
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
     keys = [KEY.format(i) for i in range(len(plain_keys))]
     columns: list[Column] = [F.col("ts")]
@@ -191,7 +192,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     assembler = WindowAssembler(slicer, slots, keys, location, slices) if isinstance(slicer, SharedSlices) else None
     fields = state.buffer_fields(layout)
     return Stage(aggregate, stream.select(*keys, state.grouping_set(layout), "w", *fields), keys, slots, slicer,
-                 assembler)
+                 assembler, results_typing(typed, aggregate))
 
 
 def _compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin, layouts: tuple[StageLayout, ...],
@@ -201,27 +202,28 @@ def _compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin,
     (:mod:`spark_jobs.joins`). ``layouts`` follows ``Pipeline.stages``: each branch's chain in turn.
     A take-over's ``cutover`` holds for every branch: only windows ending after it are joined."""
     after = cutover.watermark_ms if cutover is not None else None
-    branches = []
+    branches, typed = [], {}
     for index, (branch, span) in enumerate(zip(join.branches, join.spans())):
         own, slices = layouts[span.start:span.stop], slices_dir(index)
         if branch.aggregate.per_window:
             stage = _compile_stage(spark, model, branch.aggregate.source, own[1:], location, slices,  # type: ignore[arg-type]
                                    cutover, span.start + 1, index)
-            rows = _per_window(branch.aggregate, stage, after)
+            rows = _per_window(branch.aggregate, stage, after)  # its outputs' types are Spark's own aggregates'
         else:
             stage = _compile_stage(spark, model, branch.aggregate, own, location, slices, cutover, span.start, index)
             rows = _finalizer(stage, branch.aggregate.outputs, None, (), after)
+            typed.update(_branch_types(branch.alias, branch.aggregate.outputs, stage.results))
         branches.append(Branch(branch.alias, stage.stream, stage.assembler, rows))
-    return joined_stream(branches), join_finalizer(join, branches, sink_types)
+    return joined_stream(branches), join_finalizer(join, branches, sink_types, Typing(model, typed))
 
 
 def _compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJoin, layouts: tuple[StageLayout, ...],
                           location: str, sink_types: Sequence[tuple[str, str]]) -> tuple[DataFrame, Finalize]:
     """The stream's rows and the window aggregation as one streaming query, joined per micro-batch
     (:mod:`spark_jobs.joins`)."""
-    stream = join.stream
+    stream, source = join.stream, Typing(model)
     rows, mapping = _source_input(spark, model, stream.table, stream.filters)
-    rows = rows.select(*[to_column(c.value.expr, mapping).alias(c.name) for c in stream.columns])
+    rows = rows.select(*[to_column(c.value.expr, mapping, source).alias(c.name) for c in stream.columns])
     aggregate = join.window.aggregate
     stage = _compile_stage(spark, model, aggregate, layouts, location)
     field = window_field_of(next(o for o in aggregate.outputs if o.name == join.bound).value.expr)
@@ -230,7 +232,15 @@ def _compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJ
     branches = [Branch(stream.alias, rows, None, lambda df: df),
                 Branch(join.window.alias, stage.stream, stage.assembler,
                        _finalizer(stage, aggregate.outputs, None, ()))]
-    return joined_stream(branches), interval_finalizer(join, branches, location, reach, sink_types)
+    typing = source.knowing({**_branch_types(stream.alias, stream.columns, source),
+                             **_branch_types(join.window.alias, aggregate.outputs, stage.results)})
+    return joined_stream(branches), interval_finalizer(join, branches, location, reach, sink_types, typing)
+
+
+def _branch_types(alias: str, columns: Sequence[Output], typing: Typing) -> dict[str, exp.DataType]:
+    """The types of a join branch's ``columns`` (``typing`` types their expressions), by the key a
+    join's expressions name each with (:func:`analyzer.model.branch_column`)."""
+    return {sql_key(branch_column(alias, c.name)): typing.of(c.value.expr) for c in columns}
 
 
 def _per_window(aggregate: WindowAggregate, upstream: Stage,
@@ -239,8 +249,8 @@ def _per_window(aggregate: WindowAggregate, upstream: Stage,
     (``WindowAggregate.per_window``): an aggregation of the windows a micro-batch closes, with no
     state. With ``after_ms`` (a take-over's cutover watermark) only windows ending after it."""
     windows, mapping = _window_columns(upstream)
-    keys = [to_column(k.value.expr, mapping).alias(f"g{i}") for i, k in enumerate(aggregate.group_keys)]
-    values = [to_column(a.expr, mapping).alias(f"v{i}") for i, a in enumerate(aggregate.aggregates)]
+    keys = [to_column(k.value.expr, mapping, upstream.results).alias(f"g{i}") for i, k in enumerate(aggregate.group_keys)]
+    values = [to_column(a.expr, mapping, upstream.results).alias(f"v{i}") for i, a in enumerate(aggregate.aggregates)]
     own = {k.value.key: f"g{i}" for i, k in enumerate(aggregate.group_keys)}
     own.update({a.expr_key: f"v{i}" for i, a in enumerate(aggregate.aggregates)})
     outputs = [to_column(o.value.expr, own).alias(o.name) for o in aggregate.outputs]
@@ -299,7 +309,7 @@ def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequ
     the files the take-over need not open (those of the query's input ``source``), and the rows
     before its cutoff. With ``arrival``, each row says where it arrived from
     (:func:`spark_jobs.connectors.read_stream`)."""
-    table = declared(model, name)
+    table, typing = declared(model, name), Typing(model)
     mapping = {sql_key(source_column(table.name, c.name)): c.name for c in table.columns if c.computed is None}
     df = read_stream(spark, table, dict(cutover.source_options) if cutover is not None else None,
                      files=source_filter(cutover, source) if cutover is not None else None, arrival=arrival)
@@ -312,12 +322,12 @@ def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequ
         assert table.rowtime is not None and rowtime is not None, "check_pipeline refuses a table without a watermark"
         time = table.rowtime
         if not isinstance(rowtime, exp.Column):  # computed: the watermark is declared on a column
-            df = df.withColumn(time, to_column(rowtime, mapping, model))
+            df = df.withColumn(time, to_column(rowtime, mapping, typing))
         df = df.withWatermark(time, f"{table.watermark_delay_ms} milliseconds")
         if cutover is not None and cutover.cutoff_ms is not None:
             df = df.where(F.col(time) >= F.timestamp_millis(F.lit(cutover.cutoff_ms)))
     for predicate in filters:
-        df = df.where(_after_watermark(to_column(predicate.expr, mapping, model), time))
+        df = df.where(_after_watermark(to_column(predicate.expr, mapping, typing), time))
     return df.withColumn("ts", F.col(time)), mapping
 
 
@@ -398,14 +408,15 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
     rank_key = sql_key(exp.column(topn.rank_column, table=RANK_MARKER)) if topn else None
     if rank_key:
         mapping[rank_key] = "_rank"
-    result = [to_column(o.value.expr, mapping).alias(o.name) for o in outputs]
+    result = [to_column(o.value.expr, mapping, stage.results).alias(o.name) for o in outputs]
     if sink_types:
         result = [column.cast(data_type).alias(target) for column, (target, data_type) in zip(result, sink_types)]
     exists = F.col(state.ROWS) > 0
     top: tuple[Column, Column] | None = None  # the rank of a row, and whether it is kept
     if topn is not None:
-        order = [_ordered(to_column(k.value.expr, mapping), k) for k in topn.order_keys]
-        spec = SparkWindow.partitionBy(*[to_column(k.expr, mapping) for k in topn.partition_keys]).orderBy(*order)
+        order = [_ordered(to_column(k.value.expr, mapping, stage.results), k) for k in topn.order_keys]
+        spec = SparkWindow.partitionBy(*[to_column(k.expr, mapping, stage.results) for k in topn.partition_keys]) \
+            .orderBy(*order)
         top = F.row_number().over(spec), F.col("_rank") <= topn.limit
 
     new_windows = F.col("window_end") > F.timestamp_millis(F.lit(after_ms)) if after_ms is not None else None

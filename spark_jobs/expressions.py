@@ -4,7 +4,8 @@ The model's expressions are already resolved to source columns (``Bid.price``) o
 stage produces (keys, aggregates, window attributes). Translating is a rewrite of those references to
 the DataFrame's column names, then sqlglot's own Spark generator: the SQL is not parsed again.
 
-Arithmetic over a source's columns goes past its type's range as Flink's does, where Spark's fails
+Arithmetic over a source's columns and over a window's results goes past its type's range as
+Flink's does, where Spark's fails
 the query: integers wrap as Java's do (an INT's ``2147483647 + 1`` is ``-2147483648``, a ``CAST`` of
 an INT to a TINYINT keeps its low 8 bits), and a number ``CAST`` to a DECIMAL too narrow for it is
 NULL. A record whose arithmetic overflows would otherwise stop a job that Flink runs on, every
@@ -20,8 +21,10 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.model import JobModel, sql_key
-from stategate.analyzer.value_types import INTEGER_BITS, Family, family, integer_bits
+from stategate.analyzer.aggregates import AGGREGATES
+from stategate.analyzer.layout import value_of
+from stategate.analyzer.model import WindowAggregate, sql_key
+from stategate.analyzer.value_types import INTEGER_BITS, Family, Typing
 
 
 #: Operators whose result type depends on their operands' types. Flink types an integer literal as
@@ -37,10 +40,10 @@ _WRAPPING: Mapping[type[exp.Expr], str] = {exp.Add: "try_add", exp.Sub: "try_sub
 _INTEGER_TYPES = {bits: kind for kind, bits in INTEGER_BITS.items()}
 
 
-def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], model: JobModel | None = None) -> str:
+def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None) -> str:
     """Spark SQL text of ``expr`` with every sub-expression found in ``columns`` (by canonical key)
-    replaced by a reference to that DataFrame column. With the ``model`` whose declared columns
-    type ``expr``, its integer arithmetic wraps as Flink's does."""
+    replaced by a reference to that DataFrame column. With the ``typing`` of ``expr``'s columns,
+    its arithmetic goes past its type's range as Flink's does."""
 
     def rewrite(node: exp.Expr) -> exp.Expr:
         key = sql_key(node)
@@ -51,8 +54,8 @@ def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], model: JobModel | N
                                 clause=expr.sql(dialect="flink"))
         if isinstance(node, exp.Literal) and node.is_int and isinstance(node.parent, _ARITHMETIC):
             return exp.cast(node.copy(), _literal_type(node))
-        if model is not None:
-            wrapped = _past_range(node, model, lambda child: child.transform(rewrite, copy=False))
+        if typing is not None:
+            wrapped = _past_range(node, typing, lambda child: child.transform(rewrite, copy=False))
             if wrapped is not None:
                 return wrapped
         return node
@@ -61,11 +64,24 @@ def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], model: JobModel | N
     return rewritten.sql(dialect="spark")
 
 
-def to_column(expr: exp.Expr, columns: Mapping[str, str], model: JobModel | None = None) -> SparkColumn:
-    return F.expr(to_spark_sql(expr, columns, model))
+def to_column(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None) -> SparkColumn:
+    return F.expr(to_spark_sql(expr, columns, typing))
 
 
-def _past_range(node: exp.Expr, model: JobModel, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
+def results_typing(typing: Typing, aggregate: WindowAggregate) -> Typing:
+    """The typing past ``aggregate``, whose input ``typing`` types: its group keys in their own
+    types, its aggregates' results as Flink types them (``SUM`` of an INT an INT, which sqlglot
+    would call a BIGINT)."""
+    known = {k.value.key: typing.of(k.value.expr) for k in aggregate.group_keys if not k.is_window}
+    for agg in aggregate.aggregates:
+        function = AGGREGATES.get(agg.function)
+        found = function.result_type(typing.of(value_of(agg)) if agg.args else None) if function else None
+        if found is not None:
+            known[agg.expr_key] = found
+    return typing.knowing(known)
+
+
+def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
     """``node`` as Flink computes it where its result can pass its type's range: an addition,
     subtraction or multiplication of integers (in the wider operand's type, as Flink types it), a
     negation, a CAST of an integer to a narrower integer type, a CAST of a number to a DECIMAL; its
@@ -74,7 +90,7 @@ def _past_range(node: exp.Expr, model: JobModel, translated: Callable[[exp.Expr]
     The result is Spark's own where it stays in range (``try_add``...); past it, the exact result
     (in a long, or in 38 digits for a long's), cut to the type's bits as Java's arithmetic cuts it."""
     if isinstance(node, tuple(_WRAPPING)):
-        left_bits, right_bits = _operand_bits(node.this, model), _operand_bits(node.expression, model)
+        left_bits, right_bits = _operand_bits(node.this, typing), _operand_bits(node.expression, typing)
         if left_bits is None or right_bits is None:
             return None
         width = max(left_bits, right_bits)
@@ -83,7 +99,7 @@ def _past_range(node: exp.Expr, model: JobModel, translated: Callable[[exp.Expr]
         quick = exp.Anonymous(this=_WRAPPING[type(node)], expressions=[left, right])
         return exp.Coalesce(this=quick, expressions=[_cut(exact, width)])
     if isinstance(node, exp.Neg) and not isinstance(node.this, exp.Literal):
-        bits = _operand_bits(node.this, model)
+        bits = _operand_bits(node.this, typing)
         if bits is None:
             return None
         operand = translated(node.this)
@@ -91,11 +107,11 @@ def _past_range(node: exp.Expr, model: JobModel, translated: Callable[[exp.Expr]
         return exp.Coalesce(this=exp.Anonymous(this="try_subtract", expressions=[zero, operand]),
                             expressions=[_cut(exp.Neg(this=_widened(operand, bits)), bits)])
     if isinstance(node, exp.Cast) and node.to.this == exp.DType.DECIMAL \
-            and family(model, node.this) in (Family.EXACT, Family.FLOATING):
+            and typing.family(node.this) in (Family.EXACT, Family.FLOATING):
         # A number past the DECIMAL's digits is NULL on Flink.
         return exp.TryCast(this=translated(node.this), to=node.to.copy(), safe=True)
     if isinstance(node, exp.Cast) and node.to.this in INTEGER_BITS:
-        source, target = integer_bits(model, node.this), INTEGER_BITS[node.to.this]
+        source, target = typing.integer_bits(node.this), INTEGER_BITS[node.to.this]
         fits = isinstance(node.this, exp.Literal) and node.this.is_int and -2 ** (target - 1) <= int(node.this.name) < 2 ** (target - 1)
         if source is None or source <= target or fits:
             return None
@@ -108,11 +124,11 @@ def _literal_type(literal: exp.Literal) -> exp.DType:
     return _INT if abs(int(literal.name)) <= _INT_MAX else _BIGINT
 
 
-def _operand_bits(operand: exp.Expr, model: JobModel) -> int | None:
+def _operand_bits(operand: exp.Expr, typing: Typing) -> int | None:
     """The bits of an integer operand's type (a literal's as ``to_spark_sql`` casts it)."""
     if isinstance(operand, exp.Literal) and operand.is_int:
         return INTEGER_BITS[_literal_type(operand)]
-    return integer_bits(model, operand)
+    return typing.integer_bits(operand)
 
 
 def _widened(operand: exp.Expr, width: int) -> exp.Expr:

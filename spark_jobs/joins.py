@@ -47,6 +47,7 @@ from pyspark.sql import Column, DataFrame, Observation
 from pyspark.sql import functions as F
 
 from stategate.analyzer.model import IntervalJoin, JoinKind, Output, WindowJoin, branch_column, sql_key
+from stategate.analyzer.value_types import Typing
 from stategate.spark_jobs.assembly import BatchSnapshots, WindowAssembler
 from stategate.spark_jobs.checkpoint import QueryLog
 from stategate.spark_jobs.expressions import to_column
@@ -88,18 +89,19 @@ class _Columns:
     def of(self, index: int, rows: DataFrame) -> DataFrame:
         return rows.select(*[F.col(c).alias(r) for c, r in zip(rows.columns, self.renamed[index])])
 
-    def outputs(self, outputs: Sequence[Output], sink_types: Sequence[tuple[str, str]]) -> list[Column]:
-        columns = [to_column(o.value.expr, self.names).alias(o.name) for o in outputs]
+    def outputs(self, outputs: Sequence[Output], sink_types: Sequence[tuple[str, str]], typing: Typing) -> list[Column]:
+        columns = [to_column(o.value.expr, self.names, typing).alias(o.name) for o in outputs]
         return [c.cast(data_type).alias(target) for c, (target, data_type) in zip(columns, sink_types)] \
             if sink_types else columns
 
 
-def join_finalizer(join: WindowJoin, branches: Sequence[Branch], sink_types: Sequence[tuple[str, str]]):
-    """A micro-batch of :func:`joined_stream` → the join's rows (``compile.Finalize``)."""
+def join_finalizer(join: WindowJoin, branches: Sequence[Branch], sink_types: Sequence[tuple[str, str]], typing: Typing):
+    """A micro-batch of :func:`joined_stream` → the join's rows (``compile.Finalize``); ``typing``
+    types the branches' columns."""
     columns = _Columns([(b.alias, [o.name for o in b.aggregate.outputs]) for b in join.branches])
-    conditions = [to_column(c.expr, columns.names) for c in join.conditions]
-    filters = [to_column(f.expr, columns.names) for f in join.filters]
-    outputs = columns.outputs(join.outputs, sink_types)
+    conditions = [to_column(c.expr, columns.names, typing) for c in join.conditions]
+    filters = [to_column(f.expr, columns.names, typing) for f in join.filters]
+    outputs = columns.outputs(join.outputs, sink_types, typing)
 
     @contextmanager
     def finalize(batch: DataFrame, batch_id: int, analyse: bool = False) -> Iterator[DataFrame]:
@@ -128,14 +130,14 @@ def join_finalizer(join: WindowJoin, branches: Sequence[Branch], sink_types: Seq
 
 
 def interval_finalizer(join: IntervalJoin, branches: Sequence[Branch], location: str, reach_ms: int,
-                       sink_types: Sequence[tuple[str, str]]):
+                       sink_types: Sequence[tuple[str, str]], typing: Typing):
     """A micro-batch of :func:`joined_stream` (the stream's rows, then the window's) → the interval
     join's rows (``compile.Finalize``). ``reach_ms``: how far after its bound column a window may end."""
     stream, window = branches
     columns = _Columns([(join.stream.alias, [c.name for c in join.stream.columns]),
                         (join.window.alias, [o.name for o in join.window.aggregate.outputs])])
-    condition = to_column(join.condition.expr, columns.names)
-    outputs = columns.outputs(join.outputs, sink_types)
+    condition = to_column(join.condition.expr, columns.names, typing)
+    outputs = columns.outputs(join.outputs, sink_types, typing)
     time = F.col(columns.names[sql_key(branch_column(join.stream.alias, join.time))])
     bound = F.col(columns.names[sql_key(branch_column(join.window.alias, join.bound))])
 

@@ -32,7 +32,7 @@ from stategate.analyzer.aggregates import ACCURACY, AGGREGATES, SEPARATOR, Disti
 from stategate.analyzer.dialect import Flink
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, IntervalJoin, JobModel, Pipeline, Resolved, Table,
-                                      TimeKind, Window, WindowAggregate, WindowJoin, WindowOperator, sql_key)
+                                      TimeKind, Window, WindowAggregate, WindowOperator, sql_key)
 from stategate.analyzer.scope import time_attribute, window_field_of
 from stategate.analyzer.layout import argument_family
 from stategate.analyzer.value_types import Family, exact_scale, family, is_integer, value_type
@@ -69,6 +69,11 @@ def check_runnable(model: JobModel) -> None:
             raise SQLModelError("a bare SELECT has no sink: a deployed job writes with INSERT INTO",
                                 source=model.source, line=pipeline.line, clause=pipeline.name)
         check_pipeline(model, pipeline)
+
+
+#: The aggregates the engine runs over whole windows of another window aggregation: Spark's own,
+#: their results as Flink's (``spark_jobs.expressions.whole_windows_aggregate``).
+WHOLE_WINDOW_AGGREGATES = frozenset({"COUNT", "SUM", "MIN", "MAX", "AVG"})
 
 
 def check_pipeline(model: JobModel, pipeline: Pipeline) -> None:
@@ -165,8 +170,9 @@ def _check_tables(model: JobModel, pipeline: Pipeline) -> None:
 
 def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) -> None:
     window = stage.window
-    if window is None and isinstance(pipeline.join, WindowJoin) and stage.per_window:
-        return  # the windows it reads, aggregated in their micro-batch: no state of its own
+    if window is None and stage.per_window:
+        _check_whole_windows(pipeline, stage)
+        return
     if window is None:
         raise SQLModelError("GROUP BY without a window is not supported (its state never expires)")
     if stage.udtfs:
@@ -192,6 +198,20 @@ def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) ->
     if upstream is not None and isinstance(upstream.shape, SharedKind):
         raise SQLModelError(f"a window over the results of a {upstream.kind} window is not supported on Spark "
                             "(its windows are assembled per micro-batch)")
+
+
+def _check_whole_windows(pipeline: Pipeline, stage: WindowAggregate) -> None:
+    """An aggregation of whole windows of the one it reads (``WindowAggregate.per_window``): the
+    windows a micro-batch closes, aggregated in it by Spark's own aggregate functions, with no state
+    of its own (``spark_jobs.compile``)."""
+    if pipeline.topn is not None and pipeline.aggregate is stage:
+        raise SQLModelError("a window Top-N over an aggregation of whole windows (GROUP BY window_start, window_end "
+                            "over another window aggregation) is not supported on Spark")
+    for aggregate in stage.aggregates:
+        if aggregate.function not in WHOLE_WINDOW_AGGREGATES or aggregate.modifiers.strip():
+            line, col = position(aggregate.expr)
+            raise SQLModelError(f"{aggregate.written}: over whole windows of another window aggregation the engine "
+                                f"runs {', '.join(sorted(WHOLE_WINDOW_AGGREGATES))}", line=line, col=col)
 
 
 def _check_literal(aggregate: Aggregate, literal: str, constant: exp.Expr, line: int | None, col: int | None) -> None:

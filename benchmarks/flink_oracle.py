@@ -115,8 +115,10 @@ FAMILIES = {
 }
 #: Families of whole queries, by what each shows rather than by window kind (a query may open with
 #: the views it reads, each statement ending with ``;`` and a new line): past a type's range
-#: downstream of a window aggregation, in a cascaded window (over HOP windows), a window Top-N and
-#: a window join.
+#: downstream of a window aggregation, in a cascaded window (over HOP windows), a window Top-N, a
+#: window join, and an aggregation of whole windows of every kind (``GROUP BY
+#: window_start, window_end`` over their results; its first column the least supplier, so that the
+#: closing bid's own window, which Flink emits at the end of its input, is left out as elsewhere).
 SHAPES = {
     "downstream": ({
         "cascade": "CREATE TEMPORARY VIEW Tumbled AS\nSELECT supplier_id, window_time, SUM(qty) AS s, MAX(qty) AS m\n"
@@ -136,6 +138,24 @@ SHAPES = {
                 "  SELECT supplier_id, window_start, window_end, MAX(qty) AS m\n"
                 f"  FROM TABLE({WINDOWS['tumble']})\n  GROUP BY supplier_id, window_start, window_end) R\n"
                 "ON L.supplier_id = R.supplier_id AND L.window_start = R.window_start AND L.window_end = R.window_end",
+        "whole_windows": "CREATE TEMPORARY VIEW PerSupplier AS\nSELECT supplier_id, window_start, window_end, SUM(qty) AS s, "
+                         f"MAX(price) AS p, COUNT(*) AS c\nFROM TABLE({WINDOWS['tumble']})\n"
+                         "GROUP BY supplier_id, window_start, window_end;\n"
+                         "SELECT MIN(supplier_id) AS first, window_start, window_end,\n  SUM(s) AS a0, AVG(s) AS a1, "
+                         "AVG(p) AS a2, AVG(c) AS a3, COUNT(DISTINCT s) AS a4, SUM(s) FILTER (WHERE c > 5) AS a5, "
+                         "SUM(s) * 2 AS a6, MAX(p) AS a7\nFROM PerSupplier\nGROUP BY window_start, window_end",
+        "whole_hop_windows": "CREATE TEMPORARY VIEW PerSupplierHop AS\nSELECT supplier_id, window_start, window_end, "
+                             f"SUM(qty) AS s, COUNT(*) AS c\nFROM TABLE({WINDOWS['hop']})\n"
+                             "GROUP BY supplier_id, window_start, window_end;\n"
+                             "SELECT MIN(supplier_id) AS first, window_start, window_end,\n  AVG(s) AS a0, SUM(s) AS a1, "
+                             "MAX(c) AS a2, AVG(s) FILTER (WHERE c > 5) AS a3\nFROM PerSupplierHop\n"
+                             "GROUP BY window_start, window_end",
+        **{f"whole_{kind}_windows": f"CREATE TEMPORARY VIEW PerSupplier_{kind} AS\nSELECT supplier_id, window_start, "
+                                    f"window_end, SUM(qty) AS s, COUNT(*) AS c\nFROM TABLE({WINDOWS[kind]})\n"
+                                    "GROUP BY supplier_id, window_start, window_end;\n"
+                                    "SELECT MIN(supplier_id) AS first, window_start, window_end, AVG(s) AS a0, "
+                                    f"SUM(c) AS a1\nFROM PerSupplier_{kind}\nGROUP BY window_start, window_end"
+           for kind in ("cumulate", "session")},
     }, "exact"),
 }
 #: Families over bids whose INTs reach their type's bounds now and then.

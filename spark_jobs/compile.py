@@ -42,7 +42,7 @@ from stategate.spark_jobs import state
 from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler, slices_dir
 from stategate.spark_jobs.connectors import read_stream
 from stategate.spark_jobs.cutover import Cutover
-from stategate.spark_jobs.expressions import results_typing, to_column
+from stategate.spark_jobs.expressions import results_typing, to_column, whole_windows_aggregate
 from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalizer, joined_stream
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
 from stategate.spark_jobs.reseed import read_carried
@@ -95,11 +95,17 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
         elif isinstance(pipeline.join, IntervalJoin):
             stream, finalize = _compile_interval_join(spark, model, pipeline.join, layouts, location, types)
         else:
-            assert pipeline.aggregate is not None, "check_pipeline refuses a pipeline without a window aggregation"
-            stage = _compile_stage(spark, model, pipeline.aggregate, layouts, location, cutover=cutover)
+            aggregate = pipeline.aggregate
+            assert aggregate is not None, "check_pipeline refuses a pipeline without a window aggregation"
             after = cutover.watermark_ms if cutover is not None else None
-            stream, finalize = stage.stream, _finalize(stage, _finalizer(stage, pipeline.outputs, pipeline.topn,
-                                                                         types, after))
+            if aggregate.per_window:  # over whole windows of the aggregation it reads, in their micro-batch
+                stage = _compile_stage(spark, model, aggregate.source, layouts[1:], location,  # type: ignore[arg-type]
+                                       cutover=cutover, operator=1)
+                closed = _per_window(aggregate, stage, after, types)
+            else:
+                stage = _compile_stage(spark, model, aggregate, layouts, location, cutover=cutover)
+                closed = _finalizer(stage, pipeline.outputs, pipeline.topn, types, after)
+            stream, finalize = stage.stream, _finalize(stage, closed)
         # Analyse the per-batch plan now, so a bad SELECT list fails at start, not at the first window.
         # Over the stream itself, whose columns a batch has: Spark checks what a streaming query may
         # do only when it starts, and an empty batch built from a local list cost 0.18 s at start.
@@ -208,11 +214,13 @@ def _compile_window_join(spark: SparkSession, model: JobModel, join: WindowJoin,
         if branch.aggregate.per_window:
             stage = _compile_stage(spark, model, branch.aggregate.source, own[1:], location, slices,  # type: ignore[arg-type]
                                    cutover, span.start + 1, index)
-            rows = _per_window(branch.aggregate, stage, after)  # its outputs' types are Spark's own aggregates'
+            rows = _per_window(branch.aggregate, stage, after)
+            results = results_typing(stage.results, branch.aggregate)
         else:
             stage = _compile_stage(spark, model, branch.aggregate, own, location, slices, cutover, span.start, index)
             rows = _finalizer(stage, branch.aggregate.outputs, None, (), after)
-            typed.update(_branch_types(branch.alias, branch.aggregate.outputs, stage.results))
+            results = stage.results
+        typed.update(_branch_types(branch.alias, branch.aggregate.outputs, results))
         branches.append(Branch(branch.alias, stage.stream, stage.assembler, rows))
     return joined_stream(branches), join_finalizer(join, branches, sink_types, Typing(model, typed))
 
@@ -243,17 +251,23 @@ def _branch_types(alias: str, columns: Sequence[Output], typing: Typing) -> dict
     return {sql_key(branch_column(alias, c.name)): typing.of(c.value.expr) for c in columns}
 
 
-def _per_window(aggregate: WindowAggregate, upstream: Stage,
-                after_ms: int | None = None) -> Callable[[DataFrame], DataFrame]:
+def _per_window(aggregate: WindowAggregate, upstream: Stage, after_ms: int | None = None,
+                sink_types: Sequence[tuple[str, str]] = ()) -> Callable[[DataFrame], DataFrame]:
     """Closed windows of ``upstream`` → the rows of ``aggregate``, whose groups are whole windows
     (``WindowAggregate.per_window``): an aggregation of the windows a micro-batch closes, with no
-    state. With ``after_ms`` (a take-over's cutover watermark) only windows ending after it."""
+    state (every group of a window closes in the same micro-batch: the watermark is the query's),
+    its results as Flink gives them (:func:`whole_windows_aggregate`); cast to the sink's
+    ``sink_types`` where it has them. With ``after_ms`` (a take-over's cutover watermark) only
+    windows ending after it."""
     windows, mapping = _window_columns(upstream)
-    keys = [to_column(k.value.expr, mapping, upstream.results).alias(f"g{i}") for i, k in enumerate(aggregate.group_keys)]
-    values = [to_column(a.expr, mapping, upstream.results).alias(f"v{i}") for i, a in enumerate(aggregate.aggregates)]
+    typing = upstream.results
+    keys = [to_column(k.value.expr, mapping, typing).alias(f"g{i}") for i, k in enumerate(aggregate.group_keys)]
+    values = [whole_windows_aggregate(a, mapping, typing).alias(f"v{i}") for i, a in enumerate(aggregate.aggregates)]
     own = {k.value.key: f"g{i}" for i, k in enumerate(aggregate.group_keys)}
     own.update({a.expr_key: f"v{i}" for i, a in enumerate(aggregate.aggregates)})
-    outputs = [to_column(o.value.expr, own).alias(o.name) for o in aggregate.outputs]
+    outputs = [to_column(o.value.expr, own, results_typing(typing, aggregate)).alias(o.name) for o in aggregate.outputs]
+    if sink_types:
+        outputs = [column.cast(data_type).alias(target) for column, (target, data_type) in zip(outputs, sink_types)]
     exists = F.col(state.ROWS) > 0
     new_windows = F.col("window_end") > F.timestamp_millis(F.lit(after_ms)) if after_ms is not None else None
 

@@ -21,9 +21,9 @@ from pyspark.sql import functions as F
 from sqlglot import exp
 
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.aggregates import AGGREGATES
+from stategate.analyzer.aggregates import AGGREGATES, Result
 from stategate.analyzer.layout import value_of
-from stategate.analyzer.model import WindowAggregate, sql_key
+from stategate.analyzer.model import Aggregate, WindowAggregate, sql_key
 from stategate.analyzer.value_types import INTEGER_BITS, Family, Typing
 
 
@@ -38,12 +38,19 @@ _INT, _BIGINT, _INT_MAX = exp.DType.INT, exp.DType.BIGINT, 2**31 - 1
 _WRAPPING: Mapping[type[exp.Expr], str] = {exp.Add: "try_add", exp.Sub: "try_subtract", exp.Mul: "try_multiply"}
 #: The integer type of each width.
 _INTEGER_TYPES = {bits: kind for kind, bits in INTEGER_BITS.items()}
+#: The exact types, whose SUM and AVG Spark's own aggregate functions type otherwise than Flink.
+_EXACT = set(INTEGER_BITS) | {exp.DType.DECIMAL}
 
 
 def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None) -> str:
     """Spark SQL text of ``expr`` with every sub-expression found in ``columns`` (by canonical key)
     replaced by a reference to that DataFrame column. With the ``typing`` of ``expr``'s columns,
     its arithmetic goes past its type's range as Flink's does."""
+    return translated(expr, columns, typing).sql(dialect="spark")
+
+
+def translated(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None) -> exp.Expr:
+    """``expr`` as :func:`to_spark_sql` writes it, before it is written."""
 
     def rewrite(node: exp.Expr) -> exp.Expr:
         key = sql_key(node)
@@ -60,12 +67,41 @@ def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | No
                 return wrapped
         return node
 
-    rewritten = expr.copy().transform(rewrite, copy=False)
-    return rewritten.sql(dialect="spark")
+    return expr.copy().transform(rewrite, copy=False)
 
 
 def to_column(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None) -> SparkColumn:
     return F.expr(to_spark_sql(expr, columns, typing))
+
+
+def whole_windows_aggregate(aggregate: Aggregate, columns: Mapping[str, str], typing: Typing) -> SparkColumn:
+    """``aggregate`` over whole windows of the aggregation it reads (``WindowAggregate.per_window``),
+    as Spark's own aggregate functions compute Flink's result in a micro-batch: a SUM of TINYINT,
+    SMALLINT or INT wraps in its type (Spark's is a BIGINT); an AVG of integers is of their type, the
+    quotient of their sum and count truncated (Spark's is a DOUBLE); a SUM of DECIMAL(p, s) is a
+    DECIMAL(38, s) and an AVG one of 38 digits with at least 6 of scale. ``typing`` types its
+    argument, ``columns`` are the windows' (:func:`to_spark_sql`)."""
+    call = translated(aggregate.expr, columns, typing)
+    function = AGGREGATES[aggregate.function]
+    result = function.result_type(typing.of(value_of(aggregate)) if aggregate.args else None)
+    if result is None or function.result not in (Result.SUM, Result.MEAN) or result.this not in _EXACT:
+        return F.expr(call.sql(dialect="spark"))
+    bits = INTEGER_BITS.get(result.this)
+    if function.result is Result.SUM:
+        return F.expr((_cut(call, bits) if bits is not None and bits < 64 else exp.cast(call, result)).sql(dialect="spark"))
+
+    def called(kind: type[exp.AggFunc]) -> exp.Expr:  # the call, FILTER and DISTINCT kept, as another function
+        found = call.copy()
+        average = found.find(exp.Avg)  # the call itself, or inside its FILTER
+        assert average is not None, f"{aggregate.written}: an AVG"
+        other = kind(this=average.this)
+        if average is found:
+            return other
+        average.replace(other)
+        return found
+
+    quotient = (exp.IntDiv if bits is not None else exp.Div)(this=called(exp.Sum), expression=called(exp.Count))
+    return F.expr(exp.cast(quotient, result).sql(dialect="spark"))
 
 
 def results_typing(typing: Typing, aggregate: WindowAggregate) -> Typing:

@@ -195,6 +195,41 @@ def test_a_cascade_carries_each_window_s_state_into_its_own_stage(spark, tmp_pat
     assert again and again == [r[:5] for r in uninterrupted if r[:3] not in seen]
 
 
+def test_an_aggregation_of_whole_windows_restarts_with_an_aggregate_added_to_the_windows_it_reads(
+        spark, tmp_path) -> None:
+    """A query over whole windows of a per-item window aggregation (Nexmark q5's shape) keeps no
+    state of its own; the windows it reads keep headroom slots (such a pipeline is not re-seeded:
+    ``analyzer.reseed``). Adding MIN(price) to them restarts PARTIAL: the 20-minute window open at
+    the restart (00:20-00:40) keeps its counts and sums, and its MIN comes from the rows since the
+    restart (00:30 on, at price = their minute); the windows after it are an uninterrupted run's."""
+    def job(source: Path, added: bool) -> str:
+        inner = "COUNT(*) AS n, SUM(price) AS s" + (", MIN(price) AS low" if added else "")
+        outer = "MAX(n) AS n, SUM(s) AS total" + (", MIN(low) AS low" if added else "")
+        columns = "n BIGINT, total BIGINT" + (", low BIGINT" if added else "")
+        return (DDL.format(path=source, columns=columns, sink="'connector' = 'print'", options="")
+                + f"CREATE VIEW PerItem AS SELECT item, window_start, window_end, {inner} FROM TABLE({TUMBLE}) "
+                  "GROUP BY item, window_start, window_end;\n"
+                  f"INSERT INTO S SELECT MIN(item), window_start, window_end, {outer} FROM PerItem "
+                  "GROUP BY window_start, window_end;")
+
+    source, checkpoint = tmp_path / "bids", tmp_path / "checkpoint"
+    write_files(source, 0, 3)
+    before, _ = collected(spark, job(source, False), checkpoint)
+    write_files(source, 3, 4)
+    after, result = collected(spark, job(source, True), checkpoint)
+    assert result.report is not None and result.report.verdict is Verdict.PARTIAL
+    assert not (checkpoint / RECORD_DIR / RESEEDED).exists()
+
+    whole = tmp_path / "whole"
+    write_files(whole, 0, 7)
+    uninterrupted, _ = collected(spark, job(whole, True), tmp_path / "ck-whole")
+    assert [r[1] for r in before] == ["2026-01-01 00:00:00"]
+    assert after == [(*r[:5], "30" if r[1] == "2026-01-01 00:20:00" else r[5]) for r in uninterrupted
+                     if r[1] != "2026-01-01 00:00:00"]
+    assert [r[3:] for r in after][:2] == [("20", str(sum(range(20, 40)) * len(KEYS)), "30"),
+                                          ("20", str(sum(range(40, 60)) * len(KEYS)), "40")]
+
+
 def test_an_aggregate_kept_in_a_generic_headroom_slot_is_carried_at_a_re_seed(spark, tmp_path) -> None:
     """A job deployed with headroom (one generic slot, which keeps an exact value in 38 digits) takes
     an added MAX there; the next aggregate does not fit, so the restart re-seeds: MAX goes on from

@@ -5,11 +5,10 @@ stage produces (keys, aggregates, window attributes). Translating is a rewrite o
 the DataFrame's column names, then sqlglot's own Spark generator: the SQL is not parsed again.
 
 Arithmetic over a source's columns and over a window's results goes past its type's range as
-Flink's does, where Spark's fails
-the query: integers wrap as Java's do (an INT's ``2147483647 + 1`` is ``-2147483648``, a ``CAST`` of
-an INT to a TINYINT keeps its low 8 bits), and a number ``CAST`` to a DECIMAL too narrow for it is
-NULL. A record whose arithmetic overflows would otherwise stop a job that Flink runs on, every
-time it restarts.
+Flink's does, where Spark's fails the query: integers wrap as Java's do (an INT's ``2147483647 + 1``
+is ``-2147483648``, a ``CAST`` of an INT to a TINYINT keeps its low 8 bits), and a number ``CAST``
+to a DECIMAL too narrow for it is NULL. A record whose arithmetic overflows would otherwise stop a
+job that Flink runs on, every time it restarts.
 """
 
 from __future__ import annotations
@@ -82,8 +81,7 @@ def whole_windows_aggregate(aggregate: Aggregate, columns: Mapping[str, str], ty
     DECIMAL(38, s) and an AVG one of 38 digits with at least 6 of scale. ``typing`` types its
     argument, ``columns`` are the windows' (:func:`to_spark_sql`)."""
     call = translated(aggregate.expr, columns, typing)
-    function = AGGREGATES[aggregate.function]
-    result = function.result_type(typing.of(value_of(aggregate)) if aggregate.args else None)
+    function, result = AGGREGATES[aggregate.function], _result_type(aggregate, typing)
     if result is None or function.result not in (Result.SUM, Result.MEAN) or result.this not in _EXACT:
         return F.expr(call.sql(dialect="spark"))
     bits = INTEGER_BITS.get(result.this)
@@ -110,11 +108,19 @@ def results_typing(typing: Typing, aggregate: WindowAggregate) -> Typing:
     would call a BIGINT)."""
     known = {k.value.key: typing.of(k.value.expr) for k in aggregate.group_keys if not k.is_window}
     for agg in aggregate.aggregates:
-        function = AGGREGATES.get(agg.function)
-        found = function.result_type(typing.of(value_of(agg)) if agg.args else None) if function else None
+        found = _result_type(agg, typing)
         if found is not None:
             known[agg.expr_key] = found
     return typing.knowing(known)
+
+
+def _result_type(aggregate: Aggregate, typing: Typing) -> exp.DataType | None:
+    """Flink's type of ``aggregate``'s result, its argument typed by ``typing``
+    (:meth:`AggregateFunction.result_type`)."""
+    function = AGGREGATES.get(aggregate.function)
+    if function is None:
+        return None
+    return function.result_type(typing.of(value_of(aggregate)) if aggregate.args else None)
 
 
 def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:

@@ -414,6 +414,9 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
         watermark = (watermarks or {}).get(pipeline.name)
         stages = []
         for position, (stage, layout) in enumerate(zip(chain, old)):
+            if stage.window is None:  # an aggregation of whole windows: no state to evolve
+                stages.append(_fresh(model, stage, headroom))
+                continue
             until = _retire_until(model, stage, watermark)
             pooled = _pooled(model, stage)
             try:
@@ -523,20 +526,22 @@ def _pooled(model: JobModel, stage: WindowAggregate) -> dict[Pool, dict[str, Sha
 
 def _reseeded(model: JobModel, chain: tuple[WindowAggregate, ...], old: tuple[StageLayout, ...],
               headroom: int) -> tuple[StageLayout, ...]:
-    """Fresh layouts for a chain whose deployed state (``old``, stage by stage) is carried into them."""
-    return tuple(replace(_fresh(model, stage, headroom, was.counts_rows), seeded=True)
+    """Fresh layouts for a chain whose deployed state (``old``, stage by stage) is carried into them
+    (an aggregation of whole windows has none)."""
+    return tuple(replace(_fresh(model, stage, headroom, was.counts_rows), seeded=stage.window is not None)
                  for stage, was in zip(chain, old))
 
 
 def _fresh(model: JobModel, stage: WindowAggregate, headroom: int, rows_counted: bool = True) -> StageLayout:
     """A layout with the widths of the first deploy. Its COUNT(*) is the row count
     (``StageLayout.counted``) where its every group's rows were counted: ``rows_counted``, false for
-    a re-seed from a state whose row count was not its COUNT(*)."""
+    a re-seed from a state whose row count was not its COUNT(*). An aggregation of whole windows
+    keeps no state (it runs in the micro-batch that closes them), so it has no headroom."""
     pooled = _pooled(model, stage)
     pools = {}
     for pool in Pool:
         shaped = list(pooled[pool].values())
-        spare = headroom if shaped or pool is Pool.PLAIN else 0
+        spare = headroom if stage.window is not None and (shaped or pool is Pool.PLAIN) else 0
         width = max(len(shaped), _setting(model, WIDTH_SETTINGS[pool], len(shaped) + spare))
         pools[pool] = Slots(tuple((shaped + [GENERIC] * width)[:width])).evolve(pooled[pool], None, None, pool)
     keyed = any(not k.is_window for k in stage.group_keys)

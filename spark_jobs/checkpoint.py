@@ -57,11 +57,22 @@ RUNNING, STOP = "running.json", "stop.json"
 RESEED_PENDING, RESEEDED, RESEED = "reseed.json", "reseeded", "stategate-reseed"
 
 
-def carried_dir(location: str, operator: int) -> str:
-    """Where the re-seeded query at ``location`` keeps the carried state of its stateful operator
-    numbered ``operator`` (:func:`input_sources` says how Spark numbers them; 0: the outermost
-    window, the only one but in a cascade or a join)."""
-    return f"{location}/{RESEED}" + (f"-{operator}" if operator else "")
+def carried_dir(location: str, stage: int) -> str:
+    """Where the re-seeded query at ``location`` keeps the carried state of the window aggregation
+    at ``stage`` in ``Pipeline.stages`` (0: the outermost, the only one but in a cascade, a join or
+    under an aggregation of whole windows)."""
+    return f"{location}/{RESEED}" + (f"-{stage}" if stage else "")
+
+
+def stateful_operators(pipeline: Pipeline) -> list[int | None]:
+    """The number Spark gives each stage's stateful operator, in ``Pipeline.stages`` order; None
+    for an aggregation of whole windows, which runs per micro-batch and keeps no state. Spark
+    numbers them as they come in its plan, depth first (:func:`input_sources`), so each windowed
+    stage takes the next number."""
+    numbers: list[int | None] = []
+    for stage in pipeline.stages():
+        numbers.append(None if stage.window is None else sum(n is not None for n in numbers))
+    return numbers
 
 
 def input_sources(pipeline: Pipeline, layouts: Sequence[StageLayout]) -> list[int]:

@@ -100,7 +100,7 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
             after = cutover.watermark_ms if cutover is not None else None
             if aggregate.per_window:  # over whole windows of the aggregation it reads, in their micro-batch
                 stage = _compile_stage(spark, model, aggregate.source, layouts[1:], location,  # type: ignore[arg-type]
-                                       cutover=cutover, operator=1)
+                                       cutover=cutover, place=1)
                 closed = _per_window(aggregate, stage, after, types)
             else:
                 stage = _compile_stage(spark, model, aggregate, layouts, location, cutover=cutover)
@@ -138,19 +138,19 @@ def _finalize(stage: Stage, rows: Callable[[DataFrame], DataFrame]) -> Finalize:
 # ------------------------------------------------------------------------------- stages
 def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggregate,
                   layouts: tuple[StageLayout, ...], location: str, slices: str = SLICES_DIR,
-                  cutover: Cutover | None = None, operator: int = 0, source: int = 0) -> Stage:
+                  cutover: Cutover | None = None, place: int = 0, source: int = 0) -> Stage:
     """A window aggregation (with the cascade feeding it) as a streaming plan; ``slices`` is the
-    directory of its retained slices in the checkpoint, if its windows are assembled; ``operator``
-    its place in ``Pipeline.stages``, which is the number Spark gives its stateful operator wherever
-    a re-seed carried its state (``checkpoint.carried_dir``); ``source`` which of the query's inputs
-    it reads (a join's branch)."""
+    directory of its retained slices in the checkpoint, if its windows are assembled; ``place``
+    its place in ``Pipeline.stages``, which names the state a re-seed carried into it
+    (``checkpoint.carried_dir``); ``source`` which of the query's inputs it reads (a join's
+    branch)."""
     layout = layouts[0]
     # Aggregates that follow arrival order read where each row arrived from (check_pipeline keeps
     # them to stages reading a source).
     ordered = any(AGGREGATES[a.function].result.ordered for a in aggregate.aggregates)
     typed: Typing
     if isinstance(aggregate.source, WindowAggregate):
-        upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover, operator + 1,
+        upstream = _compile_stage(spark, model, aggregate.source, layouts[1:], location, slices, cutover, place + 1,
                                   source)
         assert upstream.assembler is None, "check_pipeline refuses a window over assembled windows"
         rows, mapping = _cascade_input(upstream, layouts[1])
@@ -190,7 +190,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     sliced = slicer.slice(F.col("ts"))
     if layout.seeded:  # the input rows' contributions, and the state carried from the old checkpoint
         keyed = keyed.select(*keys, state.GROUPING_SET, "ts", *state.contributions(layout, slots))
-        keyed = keyed.unionByName(state.carried_rows(read_carried(spark, location, operator), keys, keyed.schema),
+        keyed = keyed.unionByName(state.carried_rows(read_carried(spark, location, place), keys, keyed.schema),
                                   allowMissingColumns=True)
         sliced = slicer.carried_slice(F.col("ts"), F.col(state.CARRIED_UNTIL))
     assert layout.set_keyed or sets is None, "adding GROUPING SETS is INCOMPATIBLE: the layout is fresh"

@@ -45,7 +45,7 @@ from stategate.analyzer.signature import state_signature
 from stategate.analyzer.windows import Session
 from stategate.spark_jobs.checkpoint import (JOB_SQL, OFFLINE_UNREADABLE, RESEED_PENDING, RESEEDED, SIGNATURE,
                                              TAKE_OVER, Checkpoint, QueryLog, WritableCheckpoint, carried_dir,
-                                             name_of, query_dir, query_dir_name)
+                                             name_of, query_dir, query_dir_name, stateful_operators)
 from stategate.spark_jobs import failpoints
 from stategate.spark_jobs.assembly import SLICES_DIR, SliceLog, slices_dir
 from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
@@ -152,19 +152,18 @@ def carry(spark: SparkSession, checkpoint: WritableCheckpoint, model: JobModel, 
         batch = QueryLog(files, archived).committed()[-1]
         pipeline = model.pipeline_named[name]
         logs = _slice_logs(pipeline)
-        for operator, (stage, kept, fresh) in enumerate(zip(pipeline.stages(), old.pipelines[name],
-                                                            layout.pipelines[name])):
-            seed = carried_dir(location, operator)
-            if files.exists(seed):
-                continue
+        for place, (stage, operator, kept, fresh) in enumerate(zip(pipeline.stages(), stateful_operators(pipeline),
+                                                                  old.pipelines[name], layout.pipelines[name])):
+            seed = carried_dir(location, place)
+            if operator is None or files.exists(seed):
+                continue  # an aggregation of whole windows keeps no state; or this one's is carried already
             session = stage.window is not None and isinstance(stage.window.shape, Session)
-            carried = carried_state(spark, storage, archived, batch, operator, kept, fresh, session,
-                                    logs.get(operator))
+            carried = carried_state(spark, storage, archived, batch, operator, kept, fresh, session, logs.get(place))
             staged = f"{seed}.staged"
             carried.write.mode("overwrite").parquet(staged)
             storage.replace(staged, seed)
             log.info("re-seed: %s: %d open (key, window) groups of micro-batch %d carried into the new layout%s",
-                     name, spark.read.parquet(seed).count(), batch, f" (stage {operator})" if operator else "")
+                     name, spark.read.parquet(seed).count(), batch, f" (stage {place})" if place else "")
     before = build(files.read_text(archive.record_path(JOB_SQL)), source=archive.record_path(JOB_SQL))
     cutovers = {name: carried_cutover(files, QueryLog(files, archived_query(reseed.archive, name)), before,
                                       old.pipelines[name], model, model.pipeline_named[name])
@@ -232,7 +231,7 @@ def finish(checkpoint: WritableCheckpoint, reseed: Reseed, taken: dict[str, Cuto
 def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, batch: int, operator: int,
                   old: StageLayout, new: StageLayout, session: bool = False, slices: str | None = None) -> DataFrame:
     """The state of the stateful operator numbered ``operator`` in the query at ``location``
-    (:func:`checkpoint.input_sources` says how Spark numbers them) after ``batch``, one row per
+    (:func:`checkpoint.stateful_operators`) after ``batch``, one row per
     (key, slice) group its windows may still need: the open ones in Spark's state store and, for
     HOP and CUMULATE windows (only ever a branch's outermost stage), the closed slices its slice log
     (in ``slices``) retains (:mod:`spark_jobs.assembly`; they go into the new state, which emits
@@ -275,17 +274,22 @@ def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, ba
 
 def _slice_logs(pipeline: Pipeline) -> dict[int, str]:
     """Where the outermost window of each branch keeps its slice log, by the window's place in
-    ``Pipeline.stages`` (a cascade's upstream windows are never assembled)."""
-    if not isinstance(pipeline.join, WindowJoin):
-        return {0: SLICES_DIR}
-    return {span.start: slices_dir(index) for index, span in enumerate(pipeline.join.spans())}
+    ``Pipeline.stages`` (a cascade's upstream windows are never assembled; an aggregation of whole
+    windows has none, the windows it reads may)."""
+    stages = pipeline.stages()
+    if isinstance(pipeline.join, WindowJoin):
+        spans, logs = pipeline.join.spans(), [slices_dir(index) for index in range(len(pipeline.join.branches))]
+    else:
+        spans, logs = (range(len(stages)),), [SLICES_DIR]
+    return {next(place for place in span if stages[place].window is not None): where
+            for span, where in zip(spans, logs)}
 
 
-def read_carried(spark: SparkSession, location: str, operator: int) -> DataFrame:
-    """The carried state of the stateful operator numbered ``operator`` in the re-seeded query at
-    ``location``, as a stream: a source of the query, read whole by its first micro-batch and never
-    again (its files never change)."""
-    path = carried_dir(location, operator)
+def read_carried(spark: SparkSession, location: str, stage: int) -> DataFrame:
+    """The carried state of the window aggregation at ``stage`` in ``Pipeline.stages`` in the
+    re-seeded query at ``location``, as a stream: a source of the query, read whole by its first
+    micro-batch and never again (its files never change)."""
+    path = carried_dir(location, stage)
     if not HadoopStorage(spark).exists(path):
         raise ReseedRefused(f"{location} was re-seeded, but its carried state {path} is gone: the query cannot "
                             "restart without it. Restore it from a copy of the checkpoint, or clear the state")

@@ -103,8 +103,9 @@ class Field:
 COUNTED = Field("c", "int", "count", Pool.PLAIN)
 EXACT_SUM = Field("x", "decimal", "sum", Pool.PLAIN)
 FLOATING_VALUE = Field("d", "double", "sum", Pool.PLAIN)
-#: An integer's SUM, MIN or MAX, in a long as Spark keeps it (a sum past a long's range stops the job
-#: with Spark's overflow error). Slots recorded before it keep integers as exact numbers.
+#: An integer's SUM, MIN or MAX, or the sum of an integer AVG, in a long as Spark keeps it; a sum
+#: wraps past a long's range as Flink's does (``spark_jobs.state.wrapping_sums``). Slots recorded
+#: before it keep integers as exact numbers.
 INTEGER_VALUE = Field("i", "bigint", "sum", Pool.PLAIN, generic=False)
 EXACT_EXTREME = Field("o", "decimal", "max", Pool.PLAIN)  # exact numbers, and times as microseconds
 #: The digits a time's microseconds are kept in: those of every Flink TIMESTAMP (years 0000 to 9999)
@@ -393,8 +394,11 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
                       Result.SUM, integers_as=Family.INTEGER, own_type=True),
     _extreme("MIN", "min", Result.MIN),
     _extreme("MAX", "max", Result.MAX),
+    # Flink averages integers from a BIGINT sum (wrapping) and their count.
     AggregateFunction("AVG", {Family.EXACT: ((COUNTED, "count"), (EXACT_SUM, "sum")),
-                              Family.FLOATING: ((COUNTED, "count"), (FLOATING_VALUE, "sum"))}, Result.MEAN),
+                              Family.INTEGER: ((COUNTED, "count"), (INTEGER_VALUE, "sum")),
+                              Family.FLOATING: ((COUNTED, "count"), (FLOATING_VALUE, "sum"))}, Result.MEAN,
+                      integers_as=Family.INTEGER),
     _spread("STDDEV_POP", Result.STDDEV_POP),
     _spread("STDDEV_SAMP", Result.STDDEV_SAMP),
     _spread("VARIANCE_POP", Result.VAR_POP, "VAR_POP"),

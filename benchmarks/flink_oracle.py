@@ -73,7 +73,8 @@ FAMILIES = {
                      "MIN(MOD(qty, 7))", "LISTAGG(DATE_FORMAT(bidtime, 'yyyy-MM-dd HH:mm:ss.SSS'))"),
                     "exact", ("price",)),
     # Past the range of a type, over INTs that reach theirs (:data:`EXTREMES`): Flink sums a
-    # TINYINT, SMALLINT or INT in its own type, its integer arithmetic and casts wrap as Java's do,
+    # TINYINT, SMALLINT or INT in its own type, and a BIGINT (also an AVG's sum) in a long, its
+    # integer arithmetic and casts wrap as Java's do,
     # and a number cast to a DECIMAL too narrow for it is NULL; over a source's columns and over a
     # window's results (a SUM of INTs is an INT).
     "overflow": (("SUM({c} + 2000000000)", "SUM({c} + 2000000000) FILTER (WHERE qty > 40)",
@@ -82,7 +83,10 @@ FAMILIES = {
                   "MAX(CAST({c} AS BIGINT) * 4611686018427387904)", "MAX(CAST({c} AS DECIMAL(5, 0)))",
                   "COUNT(*) FILTER (WHERE {c} + 1 < 0)", "SUM({c}) * 3", "-MIN({c})", "AVG({c}) - 2147483647",
                   "COUNT(*) * 4611686018427387904", "CAST(SUM({c}) AS SMALLINT)",
-                  "CAST(MAX({c}) AS DECIMAL(5, 0))"), "exact", ("qty",)),
+                  "CAST(MAX({c}) AS DECIMAL(5, 0))", "SUM(CAST({c} AS BIGINT) * 4294967296)",
+                  "SUM(CAST({c} AS BIGINT) * 4294967296) FILTER (WHERE qty > 40)",
+                  "AVG(CAST({c} AS BIGINT) * 4294967296)", "SUM(DISTINCT CAST({c} AS BIGINT) * 4294967296)",
+                  "AVG(DISTINCT CAST({c} AS BIGINT) * 4294967296)"), "exact", ("qty",)),
     # DISTINCT, over every window kind Flink runs it on. Flink orders a DISTINCT list by its own
     # hash table, stategate by each value's first arrival (analyzer.aggregates.Distinct): the
     # family's lists are held to the same values (``sets``).
@@ -139,11 +143,12 @@ SHAPES = {
                 f"  FROM TABLE({WINDOWS['tumble']})\n  GROUP BY supplier_id, window_start, window_end) R\n"
                 "ON L.supplier_id = R.supplier_id AND L.window_start = R.window_start AND L.window_end = R.window_end",
         "whole_windows": "CREATE TEMPORARY VIEW PerSupplier AS\nSELECT supplier_id, window_start, window_end, SUM(qty) AS s, "
-                         f"MAX(price) AS p, COUNT(*) AS c\nFROM TABLE({WINDOWS['tumble']})\n"
-                         "GROUP BY supplier_id, window_start, window_end;\n"
+                         "MAX(price) AS p, COUNT(*) AS c, SUM(CAST(qty AS BIGINT) * 4294967296) AS b\n"
+                         f"FROM TABLE({WINDOWS['tumble']})\nGROUP BY supplier_id, window_start, window_end;\n"
                          "SELECT MIN(supplier_id) AS first, window_start, window_end,\n  SUM(s) AS a0, AVG(s) AS a1, "
                          "AVG(p) AS a2, AVG(c) AS a3, COUNT(DISTINCT s) AS a4, SUM(s) FILTER (WHERE c > 5) AS a5, "
-                         "SUM(s) * 2 AS a6, MAX(p) AS a7\nFROM PerSupplier\nGROUP BY window_start, window_end",
+                         "SUM(s) * 2 AS a6, MAX(p) AS a7, SUM(b) AS a8, AVG(b) AS a9\nFROM PerSupplier\n"
+                         "GROUP BY window_start, window_end",
         "whole_hop_windows": "CREATE TEMPORARY VIEW PerSupplierHop AS\nSELECT supplier_id, window_start, window_end, "
                              f"SUM(qty) AS s, COUNT(*) AS c\nFROM TABLE({WINDOWS['hop']})\n"
                              "GROUP BY supplier_id, window_start, window_end;\n"

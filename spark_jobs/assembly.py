@@ -158,7 +158,9 @@ class WindowAssembler:
         # which moved each slice once per window (ten times over for HOP 10 min / 1 min).
         meeting = bounds.where(plan.meets).repartition(*plan.group)
         pairs = meeting.select(*plan.group, *plan.values, plan.slice_order, plan.ends)
-        return pairs.groupBy(*plan.group, plan.end).agg(*plan.combined).select(*plan.group, plan.window, *plan.values)
+        with state.wrapping_sums(pairs.sparkSession):  # the slices' sums add up as Flink's do
+            windows = pairs.groupBy(*plan.group, plan.end).agg(*plan.combined)
+        return windows.select(*plan.group, plan.window, *plan.values)
 
 
 @dataclass(frozen=True)

@@ -194,7 +194,9 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
                                   allowMissingColumns=True)
         sliced = slicer.carried_slice(F.col("ts"), F.col(state.CARRIED_UNTIL))
     assert layout.set_keyed or sets is None, "adding GROUPING SETS is INCOMPATIBLE: the layout is fresh"
-    stream = keyed.groupBy(*state.state_key(layout, keys, sliced.alias("w"))).agg(*state.accumulate(layout, slots, "ts"))
+    with state.wrapping_sums(spark):  # its sums go past their range as Flink's do
+        stream = keyed.groupBy(*state.state_key(layout, keys, sliced.alias("w"))).agg(*state.accumulate(layout, slots,
+                                                                                                        "ts"))
     assembler = WindowAssembler(slicer, slots, keys, location, slices) if isinstance(slicer, SharedSlices) else None
     fields = state.buffer_fields(layout)
     return Stage(aggregate, stream.select(*keys, state.grouping_set(layout), "w", *fields), keys, slots, slicer,
@@ -275,7 +277,9 @@ def _per_window(aggregate: WindowAggregate, upstream: Stage, after_ms: int | Non
         closed = batch.where(exists).select(*windows)
         if new_windows is not None:
             closed = closed.where(new_windows)
-        return closed.groupBy(*keys).agg(*values).select(*outputs)
+        with state.wrapping_sums(batch.sparkSession):  # its sums go past their range as Flink's do
+            aggregated = closed.groupBy(*keys).agg(*values)
+        return aggregated.select(*outputs)
 
     return rows
 

@@ -16,6 +16,7 @@ identity, each slot with the fields of its shape (:mod:`analyzer.aggregates`)::
                       the layout says so (``StageLayout.counted``: the row then holds no second count)
            c<i>       values counted by plain slot i (COUNT, AVG)
            x<i>       the exact sum (decimal(p, s)) of plain slot i (SUM, AVG)
+           i<i>       an integer's sum, MIN or MAX of plain slot i, in a long (SUM, AVG, MIN, MAX)
            d<i>       floating point: the sum, MIN or MAX of plain slot i
            o<i>       the exact MIN or MAX (decimal(p, s)) of plain slot i (times as microseconds)
            s<k>       text slot k: MIN or MAX of text
@@ -39,11 +40,13 @@ the checkpoint guard refuses those restarts. What each choice cost is measured i
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Callable, Sequence
+from decimal import Decimal
+from typing import Callable, Iterator, Sequence
 
-from pyspark.sql import Column, DataFrame
+from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -269,6 +272,29 @@ def explode_grouping_sets(df, keys: Sequence[str], grouping_sets: Sequence[Seque
     ])
     return df.select(*carry, F.explode(key_structs).alias("_k")) \
         .select(*carry, *[F.col(f"_k.{k}").alias(k) for k in keys], F.col(f"_k.{GROUPING_SET}").alias(GROUPING_SET))
+
+
+#: Spark's ANSI mode: an aggregate function takes it when it is analysed.
+_ANSI = "spark.sql.ansi.enabled"
+
+
+@contextmanager
+def wrapping_sums(spark: SparkSession) -> Iterator[None]:
+    """The aggregations built inside sum as Flink's do past a type's range: a long sum wraps as
+    Java's arithmetic does (Flink's SUM and AVG of integers), where Spark's ANSI mode, Spark 4's
+    default, stops the job with ARITHMETIC_OVERFLOW; a decimal sum past its digits is NULL.
+    Spark fixes each aggregate function's mode when it analyses it, and a DataFrame is analysed
+    as it is built, so only the aggregations built inside sum so: the rest of the plan keeps the
+    session's mode (its arithmetic and casts are Flink's by :mod:`spark_jobs.expressions`)."""
+    before = spark.conf.get(_ANSI)
+    spark.conf.set(_ANSI, "false")
+    try:
+        yield
+    finally:
+        if before is None:
+            spark.conf.unset(_ANSI)
+        else:
+            spark.conf.set(_ANSI, before)
 
 
 def accumulate(layout: StageLayout, slots: Sequence[Slot], ts: str) -> list[Column]:
@@ -624,17 +650,23 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
             return F.size(F.col(f"dv{slot.index}")).cast("long")
         value_type = _value_type(slot)
         values = F.col(f"dv{slot.index}").cast(T.ArrayType(value_type))
-        total = F.aggregate(values, F.lit(None).cast(value_type),
-                            lambda acc, x: F.coalesce(acc + x, x).cast(value_type))
+        integers = isinstance(slot.input_type, T.IntegralType)
+        summed = _EXACT_INTEGER if integers else value_type  # integers summed exactly, then wrapped as a long
+        total = F.aggregate(values, F.lit(None).cast(summed),
+                            lambda acc, x: F.coalesce(acc + x.cast(summed), x.cast(summed)).cast(summed))
+        if integers:
+            total = _wrapped(total, 64)
         if result is Result.SUM:
             return _cast(total, slot)
         if result is Result.MEAN:
-            return _cast(total / F.size(values), slot)
+            return _cast(_quotient(total, F.size(values)) if integers else total / F.size(values), slot)
         return _cast(F.array_min(values) if result is Result.MIN else F.array_max(values), slot)
     fields = fields_of(slot)
     if result is Result.COUNT:
         return F.coalesce(F.col(fields[0]), F.lit(0)).cast("long")
     value = F.col(fields[-1])
+    if result is Result.MEAN and slot.family is Family.INTEGER:  # Flink's: its long sum DIV its count
+        return _cast(_quotient(value, F.col(fields[0])), slot)
     if result is Result.MEAN:
         return _cast(value / F.col(fields[0]), slot)
     if slot.family is Family.TIME:
@@ -803,9 +835,28 @@ def _cast(value: Column, slot: Slot) -> Column:
         return value.cast(T.DecimalType(38, scale))
     bits = _WRAPPED_BITS.get(type(data_type))
     if bits is not None and slot.result is Result.SUM:
-        half = 1 << (bits - 1)
-        value = F.pmod(value.cast("long") + F.lit(half), F.lit(1 << bits)) - F.lit(half)
+        value = _wrapped(value, bits)
     return value.cast(data_type)
+
+
+#: An integer summed exactly: no sum of longs a window holds reaches 38 digits.
+_EXACT_INTEGER = T.DecimalType(MAX_DIGITS, 0)
+
+
+def _wrapped(value: Column, bits: int) -> Column:
+    """An integer ``value`` cut to its low ``bits``, as Java's arithmetic wraps it: in a long
+    below 64 bits, exactly (in 38 digits) at 64."""
+    half, whole = 1 << (bits - 1), 1 << bits
+    if bits < 64:
+        return F.pmod(value.cast("long") + F.lit(half), F.lit(whole)) - F.lit(half)
+    return (F.pmod(value.cast(_EXACT_INTEGER) + F.lit(Decimal(half)), F.lit(Decimal(whole)))
+            - F.lit(Decimal(half))).cast("long")
+
+
+def _quotient(total: Column, count: Column) -> Column:
+    """An integer AVG as Flink's: the sum DIV the count, truncated toward zero (exactly: a
+    double's quotient of two longs would round)."""
+    return (total.cast(_EXACT_INTEGER) / count).cast("long")
 
 
 #: The integer types Flink sums in their own width, by that width.

@@ -665,8 +665,8 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
     if result is Result.COUNT:
         return F.coalesce(F.col(fields[0]), F.lit(0)).cast("long")
     value = F.col(fields[-1])
-    if result is Result.MEAN and slot.family is Family.INTEGER:  # Flink's: its long sum DIV its count
-        return _cast(_quotient(value, F.col(fields[0])), slot)
+    if result is Result.MEAN and isinstance(slot.input_type, T.IntegralType):  # Flink's: its long sum DIV its count
+        return _cast(_quotient(_long_sum(value, slot), F.col(fields[0])), slot)
     if result is Result.MEAN:
         return _cast(value / F.col(fields[0]), slot)
     if slot.family is Family.TIME:
@@ -834,9 +834,17 @@ def _cast(value: Column, slot: Slot) -> Column:
         scale = max(data_type.scale, 6) if slot.result is Result.MEAN else data_type.scale
         return value.cast(T.DecimalType(38, scale))
     bits = _WRAPPED_BITS.get(type(data_type))
-    if bits is not None and slot.result is Result.SUM:
-        value = _wrapped(value, bits)
+    if slot.result is Result.SUM and isinstance(data_type, T.IntegralType):
+        value = _long_sum(value, slot)
+        if bits is not None:
+            value = _wrapped(value, bits)
     return value.cast(data_type)
+
+
+def _long_sum(value: Column, slot: Slot) -> Column:
+    """An integer sum as Flink keeps it, in a long: a shaped slot keeps one (Spark's sum wraps it,
+    :func:`wrapping_sums`); a generic slot (headroom, an older layout) sums exactly, cut here."""
+    return value if slot.family is Family.INTEGER else _wrapped(value, 64)
 
 
 #: An integer summed exactly: no sum of longs a window holds reaches 38 digits.

@@ -191,3 +191,29 @@ def test_cumulate_restart_keeps_retained_aggregates(spark, tmp_path) -> None:
     open_rows = [r for r in uninterrupted if (r[0], r[1], r[2]) not in closed]
     assert [r[:4] for r in after] == [r[:4] for r in open_rows]
     assert before and after
+
+
+def test_integer_sums_added_into_headroom_wrap_past_a_long_as_flink_s(spark, tmp_path) -> None:
+    """A job that keeps headroom (``'stategate.state.slots'``) takes an added SUM and AVG of BIGINTs
+    into its generic slots, which sum exactly; their results are still Flink's: the sum cut to a
+    long's 64 bits as Java's arithmetic wraps it, and AVG that sum DIV the count."""
+    headroom = "SET 'stategate.state.slots' = '3';\n"
+    big = "CAST(price AS BIGINT) * 1000000000000000000"
+    v1 = headroom + query("window_start, window_end, supplier_id, SUM(price) AS s", window=HOP)
+    v2 = headroom + query(f"window_start, window_end, supplier_id, SUM(price) AS s, SUM({big}) AS b, AVG({big}) AS a",
+                          window=HOP)
+    _, after, _ = restart(spark, tmp_path, v1, v2)
+
+    def wrapped(total: int) -> int:
+        return (total + 2**63) % 2**64 - 2**63
+
+    def flink(values: list[Decimal]) -> tuple[str, str]:
+        total = wrapped(sum(int(v) * 10**18 for v in values))
+        quotient = abs(total) // len(values) * (1 if total >= 0 else -1)  # Java's long division
+        return str(total), str(quotient)
+
+    expected = reference(PART_B, lambda t: window_of(t, 10, 5), flink)
+    assert [r[4:] for r in after] == [expected.get(r[:3], ("NULL", "NULL")) for r in after]
+    # s1's 08:15 window: F (7) and H (6) after the restart, 13 * 10^18 past a long's range.
+    assert ("2020-04-15 08:15:00", "2020-04-15 08:25:00", "s1", "13.00", "-5446744073709551616",
+            "-2723372036854775808") in after

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import Any, Callable
 
 import pytest
 
@@ -53,6 +54,25 @@ def collected(spark, sql: str, checkpoint: Path, **options) -> tuple[list[tuple]
 def minute(timestamp: str) -> int:
     """The minute of the day of a window bound as the rows print it."""
     return int(timestamp[11:13]) * 60 + int(timestamp[14:16])
+
+
+def min_added_at_a_restart(spark, job: Callable[[Path, bool], str], tmp_path: Path,
+                           **options) -> tuple[list[tuple], list[tuple], Any, list[tuple]]:
+    """``job(source, False)`` over 00:00-00:30's bids, then ``job(source, True)``, which adds a MIN
+    of the price as its sixth column, restarted on its checkpoint over 00:30-01:10: (the first's
+    rows, the second's, its result, and what the second promises: an uninterrupted run's rows
+    with the MIN over the bids since the restart, at price = their minute, none in a window ending
+    by then)."""
+    source, checkpoint = tmp_path / "bids", tmp_path / "checkpoint"
+    write_files(source, 0, 3)
+    before, _ = collected(spark, job(source, False), checkpoint)
+    write_files(source, 3, 4)
+    after, result = collected(spark, job(source, True), checkpoint, **options)
+    whole = tmp_path / "whole"
+    write_files(whole, 0, 7)
+    uninterrupted, _ = collected(spark, job(whole, True), tmp_path / "ck-whole")
+    promised = [(*r[:5], str(max(minute(r[1]), 30)) if minute(r[2]) > 30 else "None") for r in uninterrupted]
+    return before, after, result, promised
 
 
 def snapshot(directory: Path) -> dict[str, bytes]:
@@ -214,21 +234,12 @@ def test_an_aggregation_of_whole_windows_re_seeds_the_windows_it_reads(spark, tm
                   f"INSERT INTO S SELECT MIN(item), window_start, window_end, {outer} FROM PerItem "
                   "GROUP BY window_start, window_end;")
 
-    source, checkpoint = tmp_path / "bids", tmp_path / "checkpoint"
-    write_files(source, 0, 3)
-    before, _ = collected(spark, job(source, False), checkpoint)
-    write_files(source, 3, 4)
-    after, result = collected(spark, job(source, True), checkpoint)
+    before, after, result, promised = min_added_at_a_restart(spark, job, tmp_path)
     assert result.report is not None and result.report.verdict is Verdict.PARTIAL
     assert "stategate.layout.reseed" in {f.rule for f in result.report.findings}
-    assert [p.name for p in (checkpoint / "S").glob("stategate-reseed*")] == ["stategate-reseed-1"]
-
-    whole = tmp_path / "whole"
-    write_files(whole, 0, 7)
-    uninterrupted, _ = collected(spark, job(whole, True), tmp_path / "ck-whole")
+    assert [p.name for p in (tmp_path / "checkpoint" / "S").glob("stategate-reseed*")] == ["stategate-reseed-1"]
     emitted = {r[1:3] for r in before}
-    since_restart = [(*r[:5], str(max(minute(r[1]), 30)) if minute(r[2]) > 30 else "None") for r in uninterrupted]
-    assert before and after == [r for r in since_restart if r[1:3] not in emitted]
+    assert before and after == [r for r in promised if r[1:3] not in emitted]
     assert any(minute(r[1]) < 30 for r in after), "a window open at the restart"
 
 
@@ -339,18 +350,10 @@ def test_a_window_join_with_an_aggregation_of_whole_windows_as_a_side_carries_th
                   f"FROM ({per_item}) GROUP BY window_start, window_end) M "
                   "ON B.window_start = M.window_start AND B.window_end = M.window_end AND B.n = M.top;")
 
-    source, checkpoint = tmp_path / "bids", tmp_path / "checkpoint"
-    write_files(source, 0, 3)
-    before, _ = collected(spark, job(source, False), checkpoint)
-    write_files(source, 3, 4)
-    after, result = collected(spark, job(source, True), checkpoint, accept=Verdict.UNKNOWN)
+    before, after, result, promised = min_added_at_a_restart(spark, job, tmp_path, accept=Verdict.UNKNOWN)
     assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
-    assert {p.name for p in (checkpoint / "S").glob("stategate-reseed*")} == {"stategate-reseed", "stategate-reseed-2"}
-
-    whole = tmp_path / "whole"
-    write_files(whole, 0, 7)
-    uninterrupted, _ = collected(spark, job(whole, True), tmp_path / "ck-whole")
+    assert {p.name for p in (tmp_path / "checkpoint" / "S").glob("stategate-reseed*")} == \
+        {"stategate-reseed", "stategate-reseed-2"}
     emitted = {r[:3] for r in before}
-    since_restart = [(*r[:5], str(max(minute(r[1]), 30)) if minute(r[2]) > 30 else "None") for r in uninterrupted]
-    assert before and after == [r for r in since_restart if r[:3] not in emitted]
+    assert before and after == [r for r in promised if r[:3] not in emitted]
     assert any(minute(r[1]) < 30 for r in after), "a window open at the restart"

@@ -486,9 +486,9 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     is never rescaled (kept at :data:`EXACT_SCALE` instead, each would be: a big-number
     multiplication per row and field). An AVG of integers keeps a long sum, which wraps past a
     long's range as Flink's does; one of other exact numbers keeps :data:`EXACT_SCALE` in 38
-    digits: its division must not round before the result is cut to the result type. A STDDEV or VARIANCE of exact
-    numbers keeps their scale in 38 digits, and its sum of squares twice it: it needs a certain
-    scale (:mod:`analyzer.runnable` refuses an argument without one)."""
+    digits: its division must not round before the result is cut to the result type. A STDDEV or
+    VARIANCE of exact numbers keeps their scale in 38 digits, and its sum of squares twice it: it
+    needs a certain scale (:mod:`analyzer.runnable` refuses an argument without one)."""
     if keeps_set(aggregate.function, aggregate.distinct):
         return GENERIC
     function = AGGREGATES.get(aggregate.function)

@@ -833,9 +833,9 @@ def _cast(value: Column, slot: Slot) -> Column:
     if isinstance(data_type, T.DecimalType):
         scale = max(data_type.scale, 6) if slot.result is Result.MEAN else data_type.scale
         return value.cast(T.DecimalType(38, scale))
-    bits = _WRAPPED_BITS.get(type(data_type))
     if slot.result is Result.SUM and isinstance(data_type, T.IntegralType):
         value = _long_sum(value, slot)
+        bits = _WRAPPED_BITS.get(type(data_type))
         if bits is not None:
             value = _wrapped(value, bits)
     return value.cast(data_type)

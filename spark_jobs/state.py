@@ -651,15 +651,14 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
         value_type = _value_type(slot)
         values = F.col(f"dv{slot.index}").cast(T.ArrayType(value_type))
         integers = isinstance(slot.input_type, T.IntegralType)
-        summed = _EXACT_INTEGER if integers else value_type  # integers summed exactly, then wrapped as a long
+        summed = _EXACT_INTEGER if integers else value_type  # integers summed exactly: _long_sum cuts them
         total = F.aggregate(values, F.lit(None).cast(summed),
                             lambda acc, x: F.coalesce(acc + x.cast(summed), x.cast(summed)).cast(summed))
-        if integers:
-            total = _wrapped(total, 64)
         if result is Result.SUM:
             return _cast(total, slot)
         if result is Result.MEAN:
-            return _cast(_quotient(total, F.size(values)) if integers else total / F.size(values), slot)
+            return _cast(_quotient(_long_sum(total, slot), F.size(values)) if integers else total / F.size(values),
+                         slot)
         return _cast(F.array_min(values) if result is Result.MIN else F.array_max(values), slot)
     fields = fields_of(slot)
     if result is Result.COUNT:
@@ -843,8 +842,9 @@ def _cast(value: Column, slot: Slot) -> Column:
 
 def _long_sum(value: Column, slot: Slot) -> Column:
     """An integer sum as Flink keeps it, in a long: a shaped slot keeps one (Spark's sum wraps it,
-    :func:`wrapping_sums`); a generic slot (headroom, an older layout) sums exactly, cut here."""
-    return value if slot.family is Family.INTEGER else _wrapped(value, 64)
+    :func:`wrapping_sums`); a DISTINCT sum of its set of values and a generic slot's (headroom,
+    an older layout) are exact, cut here."""
+    return value if slot.family is Family.INTEGER and not slot.keeps_set else _wrapped(value, 64)
 
 
 #: An integer summed exactly: no sum of longs a window holds reaches 38 digits.

@@ -23,7 +23,8 @@ os.environ[SHORT_LIVED_JVM[0]] = f"{os.environ.get(SHORT_LIVED_JVM[0], '')} {SHO
 @contextmanager
 def long_lived_jvm() -> Iterator[None]:
     """The JVM started inside this block keeps the optimising tier: the session's, which runs every
-    in-process test, goes 15% slower without it."""
+    in-process test, went 18% slower without it
+    (test_flink_equality: 208 against 176 s)."""
     name, option = SHORT_LIVED_JVM
     inherited = os.environ[name]
     if own := inherited.replace(option, "").strip():

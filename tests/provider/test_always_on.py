@@ -114,7 +114,7 @@ def test_a_running_job_is_redeployed_by_stopping_swapping_and_starting_it(cluste
                                                                             tmp_path) -> None:
     data, root = tmp_path, f"file://{tmp_path / 'root'}"
     (data / "incoming").mkdir()
-    # One executor an application: a redeploy starts three JVMs fewer on a two-core machine.
+    # One executor an application (the job file's spark conf): each submit starts one JVM fewer.
     settings = {"trigger": "processing-time=1 seconds", "healthy_within": 60, "stop_timeout": 120,
                 "spark": {"conf": {"spark.cores.max": "1"}}}
     hook = DeploymentHook(root, "always")

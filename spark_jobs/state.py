@@ -657,17 +657,14 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
         if result is Result.SUM:
             return _cast(total, slot)
         if result is Result.MEAN:
-            return _cast(_quotient(_long_sum(total, slot), F.size(values)) if integers else total / F.size(values),
-                         slot)
+            return _mean(total, F.size(values), slot)
         return _cast(F.array_min(values) if result is Result.MIN else F.array_max(values), slot)
     fields = fields_of(slot)
     if result is Result.COUNT:
         return F.coalesce(F.col(fields[0]), F.lit(0)).cast("long")
     value = F.col(fields[-1])
-    if result is Result.MEAN and isinstance(slot.input_type, T.IntegralType):  # Flink's: its long sum DIV its count
-        return _cast(_quotient(_long_sum(value, slot), F.col(fields[0])), slot)
     if result is Result.MEAN:
-        return _cast(value / F.col(fields[0]), slot)
+        return _mean(value, F.col(fields[0]), slot)
     if slot.family is Family.TIME:
         value = F.timestamp_micros(value.cast("long"))
     if result.ordered:  # FIRST_VALUE, LAST_VALUE: in the argument's own type, as Flink's
@@ -838,6 +835,13 @@ def _cast(value: Column, slot: Slot) -> Column:
         if bits is not None:
             value = _wrapped(value, bits)
     return value.cast(data_type)
+
+
+def _mean(total: Column, count: Column, slot: Slot) -> Column:
+    """AVG as Flink's: of integers, its long sum DIV its count; of other numbers, the quotient."""
+    if isinstance(slot.input_type, T.IntegralType):
+        return _cast(_quotient(_long_sum(total, slot), count), slot)
+    return _cast(total / count, slot)
 
 
 def _long_sum(value: Column, slot: Slot) -> Column:

@@ -316,6 +316,18 @@ class QueryLog:
         planned = self.planned()
         return self.watermark(planned[-1]) if planned else None
 
+    def committed_watermark(self, batch: int) -> int | None:
+        """The watermark ``batch`` left for the next one (ms): what its data moved the watermark to,
+        in its commit; None where the commit log does not hold it."""
+        path = f"{self.location}/{COMMITS}/{batch}"
+        if not self.files.exists(path):
+            return None
+        lines = self.files.read_text(path).splitlines()
+        try:
+            return int(json.loads(lines[1])["nextBatchWatermarkMs"])
+        except (IndexError, ValueError, KeyError, TypeError):
+            return None
+
     def holds_state(self) -> bool:
         """Whether the query keeps state in Spark's state store (a stateless query has none)."""
         return self.files.exists(f"{self.location}/{STATE}")
@@ -463,6 +475,30 @@ class WritableCheckpoint(Checkpoint):
     def withdraw_stop(self) -> None:
         if self.files.exists(self.record_path(STOP)):
             self.files.delete(self.record_path(STOP))
+
+    def plan_eviction(self, pipeline: str) -> int | None:
+        """Plan the micro-batch of no input that a kill left unplanned: where the pipeline's last
+        batch committed a watermark it did not evict with, Spark plans the next batch, which
+        evicts, as that batch commits; killed before it did, Spark on a restart plans one only
+        once new input comes (it asks the batch before whether one is due, and a restart has
+        none), so the windows that watermark closed would wait for input that may never come (a
+        quiet source, the end of an available-now run). Planned here as Spark plans one: the last
+        batch's offsets (no input), the watermark it committed, the time now. The batch planned;
+        None where none is due."""
+        query = self.query(pipeline)
+        planned = query.planned()
+        if not planned or query.committed()[-1:] != planned[-1:]:
+            return None  # a fresh query, or a batch planned and not committed: Spark runs it again
+        last = planned[-1]
+        lines = self.files.read_text(f"{query.location}/{OFFSETS}/{last}").splitlines()
+        metadata = json.loads(lines[1])
+        advanced = query.committed_watermark(last)
+        if advanced is None or advanced <= int(metadata.get("batchWatermarkMs", advanced)):
+            return None
+        metadata.update(batchWatermarkMs=advanced, batchTimestampMs=int(time.time() * 1000))
+        self.files.write_text(f"{query.location}/{OFFSETS}/{last + 1}",
+                              "\n".join((lines[0], json.dumps(metadata, separators=(",", ":")), *lines[2:])))
+        return last + 1
 
     def seed_source_log(self, pipeline: str, source: int, files: list[tuple[str, int]]) -> bool:
         """Log ``files`` as read, as the first entry of the pipeline's source numbered ``source``,

@@ -131,6 +131,11 @@ def run(
     for name, cutover in taken.items():  # a resumed take-over's query may not have started yet
         for files, number in zip(cutover.skipped, input_sources(model.pipeline_named[name], layout.pipelines[name])):
             state.seed_source_log(name, number, list(files))
+    for pipeline in model.pipelines:
+        evicting = state.plan_eviction(pipeline.name)
+        if evicting is not None:
+            log.info("%s: micro-batch %d planned with no input, to close what the last one's watermark passed "
+                     "(the application before was killed before it planned it)", pipeline.name, evicting)
     supervisor = Supervisor(state, sql, trigger, heartbeat_s)
     queries = []
     try:

@@ -1,5 +1,6 @@
 """kill -9 at random moments and in the middle of sink writes (once after a graceful stop that timed
-out, the job held inside a micro-batch): the output stays exactly-once.
+out, the job held inside a micro-batch): the output stays exactly-once. Killed after a micro-batch
+committed and before the next was planned, a restart with no new input still writes every window.
 
 Scaled for CI (the two kills at sink writes and one at random, 6 input files);
 ``benchmarks/crash_soak.py`` (``make reliability``) runs the same for long.
@@ -11,11 +12,15 @@ import random
 import subprocess
 import sys
 
+from stategate.spark_jobs.checkpoint import Checkpoint
 from stategate.spark_jobs.job import run
+from stategate.spark_jobs.storage import LocalFiles
 from tests.spark_jobs.crashes import (
-    REPO, CrashingJob, duplicates, missing_and_extra, sink_rows, write_bids)
+    REPO, SINKS, CrashingJob, duplicates, job_script, missing_and_extra, sink_rows, write_bids)
 
 FILES, ROWS_PER_FILE = 6, 40
+#: Spark's switch for micro-batches that read no input (they evict what the watermark passed).
+NO_DATA_BATCHES = "spark.sql.streaming.noDataMicroBatches.enabled"
 
 
 def stop_times_out(job: CrashingJob) -> None:
@@ -46,3 +51,29 @@ def test_killed_jobs_restart_to_exactly_the_rows_of_an_uninterrupted_run(spark, 
     assert missing_and_extra(expected, actual) == (0, 0), job.log
     assert actual == expected
     assert not list(job.root.glob("out/*/_staging/*")), "replays leave no staged file behind"
+
+
+def test_a_restart_closes_the_windows_of_a_watermark_committed_but_never_applied(spark, uninterrupted, tmp_path) -> None:
+    """Killed after a micro-batch committed, before Spark planned the batch without input that evicts
+    what its watermark passed: a restart of Spark alone plans that batch only once new input comes,
+    so a quiet source (or the end of an available-now run) left those windows unwritten."""
+    expected = uninterrupted(FILES, ROWS_PER_FILE)
+    root = tmp_path / "killed"
+    write_bids(root / "incoming", FILES, ROWS_PER_FILE)
+    script = job_script(root)
+    # With no batch of no input, every query ends as such a kill leaves it: its last batch (the far
+    # bid's) committed a watermark past every window, which it did not evict with.
+    spark.conf.set(NO_DATA_BATCHES, "false")
+    try:
+        run(spark, script, root / "checkpoint")
+    finally:
+        spark.conf.unset(NO_DATA_BATCHES)
+    checkpoint = Checkpoint(LocalFiles(), str(root / "checkpoint"))
+    for sink in SINKS:
+        query = checkpoint.query(sink)
+        assert query.planned() == query.committed()
+        assert query.committed_watermark(query.committed()[-1]) > query.last_watermark(), sink
+    assert missing_and_extra(expected, sink_rows(root))[0] > 0
+
+    run(spark, script, root / "checkpoint")  # no new input
+    assert sink_rows(root) == expected

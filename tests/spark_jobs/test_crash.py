@@ -1,6 +1,6 @@
 """kill -9 at random moments and in the middle of sink writes (once after a graceful stop that timed
-out, the job held inside a micro-batch): the output stays exactly-once. Killed after a micro-batch
-committed and before the next was planned, a restart with no new input still writes every window.
+out, the job held inside a micro-batch; last, right after a micro-batch committed, before Spark
+planned the next): the output stays exactly-once, and a restart with no new input writes every window.
 
 Scaled for CI (the two kills at sink writes and one at random, 6 input files);
 ``benchmarks/crash_soak.py`` (``make reliability``) runs the same for long.
@@ -16,7 +16,7 @@ from stategate.spark_jobs.checkpoint import Checkpoint
 from stategate.spark_jobs.job import run
 from stategate.spark_jobs.storage import LocalFiles
 from tests.spark_jobs.crashes import (
-    REPO, SINKS, CrashingJob, duplicates, job_script, missing_and_extra, sink_rows, write_bids)
+    REPO, SINKS, CrashingJob, duplicates, missing_and_extra, sink_rows, write_bids)
 
 FILES, ROWS_PER_FILE = 6, 40
 #: Spark's switch for micro-batches that read no input (they evict what the watermark passed).
@@ -44,36 +44,24 @@ def test_killed_jobs_restart_to_exactly_the_rows_of_an_uninterrupted_run(spark, 
     job.kill_at("sink.placed:2")
     rng = random.Random(6)
     assert job.kill_randomly(rng), f"the job finished before the random kill: {job.log}"
-    run(spark, job.script.read_text(), job.checkpoint)  # the last start, to the end of the input
+    # To the end of the input, and stopped as a kill right after a batch's commit leaves a query:
+    # its last batch (the far bid's) committed a watermark past every window, and the batch of no
+    # input that evicts with it is not planned (Spark plans none here).
+    spark.conf.set(NO_DATA_BATCHES, "false")
+    try:
+        run(spark, job.script.read_text(), job.checkpoint)
+    finally:
+        spark.conf.unset(NO_DATA_BATCHES)
+    queries = [Checkpoint(LocalFiles(), str(job.checkpoint)).query(sink) for sink in SINKS]
+    assert all(query.planned() == query.committed() for query in queries)
+    # (A query that ended before the random kill evicted with that watermark already.)
+    assert any(query.committed_watermark(query.committed()[-1]) > query.last_watermark() for query in queries)
+    assert missing_and_extra(expected, sink_rows(job.root))[0] > 0, "windows wait for the evicting batch"
+    # A start with no new input: Spark alone would plan that batch only once new input comes.
+    run(spark, job.script.read_text(), job.checkpoint)
 
     actual = sink_rows(job.root)
     assert duplicates(actual) == 0, job.log
     assert missing_and_extra(expected, actual) == (0, 0), job.log
     assert actual == expected
     assert not list(job.root.glob("out/*/_staging/*")), "replays leave no staged file behind"
-
-
-def test_a_restart_closes_the_windows_of_a_watermark_committed_but_never_applied(spark, uninterrupted, tmp_path) -> None:
-    """Killed after a micro-batch committed, before Spark planned the batch without input that evicts
-    what its watermark passed: a restart of Spark alone plans that batch only once new input comes,
-    so a quiet source (or the end of an available-now run) left those windows unwritten."""
-    expected = uninterrupted(FILES, ROWS_PER_FILE)
-    root = tmp_path / "killed"
-    write_bids(root / "incoming", FILES, ROWS_PER_FILE)
-    script = job_script(root)
-    # With no batch of no input, every query ends as such a kill leaves it: its last batch (the far
-    # bid's) committed a watermark past every window, which it did not evict with.
-    spark.conf.set(NO_DATA_BATCHES, "false")
-    try:
-        run(spark, script, root / "checkpoint")
-    finally:
-        spark.conf.unset(NO_DATA_BATCHES)
-    checkpoint = Checkpoint(LocalFiles(), str(root / "checkpoint"))
-    for sink in SINKS:
-        query = checkpoint.query(sink)
-        assert query.planned() == query.committed()
-        assert query.committed_watermark(query.committed()[-1]) > query.last_watermark(), sink
-    assert missing_and_extra(expected, sink_rows(root))[0] > 0
-
-    run(spark, script, root / "checkpoint")  # no new input
-    assert sink_rows(root) == expected

@@ -135,7 +135,7 @@ def run(
         evicting = state.plan_eviction(pipeline.name)
         if evicting is not None:
             log.info("%s: micro-batch %d planned with no input, to close what the last one's watermark passed "
-                     "(the application before was killed before it planned it)", pipeline.name, evicting)
+                     "(the run before stopped before it planned it)", pipeline.name, evicting)
     supervisor = Supervisor(state, sql, trigger, heartbeat_s)
     queries = []
     try:

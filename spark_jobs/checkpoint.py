@@ -479,12 +479,12 @@ class WritableCheckpoint(Checkpoint):
     def plan_eviction(self, pipeline: str) -> int | None:
         """Plan the micro-batch of no input that a stop or a kill left unplanned: where the
         pipeline's last batch committed a watermark it did not evict with, Spark plans the next
-        batch, which evicts, as that batch commits; stopped between the two (a graceful stop
-        stops a query there) or killed, Spark on a restart plans one only once new input comes (it asks the batch before whether one is due, and a restart has
-        none), so the windows that watermark closed would wait for input that may never come (a
-        quiet source, the end of an available-now run). Planned here as Spark plans one: the last
-        batch's offsets (no input), the watermark it committed, the time now. The batch planned;
-        None where none is due."""
+        batch, which evicts, as that batch commits. Stopped between the two (a graceful stop stops
+        a query there) or killed, Spark on a restart plans one only once new input comes (it asks
+        the batch before whether one is due, and a restarted query has none), so the windows that
+        watermark closed would wait for input that may never come (a quiet source, the end of an
+        available-now run). Planned here as Spark plans one: the last batch's offsets (no input),
+        the watermark it committed, the time now. The batch planned; None where none is due."""
         query = self.query(pipeline)
         planned = query.planned()
         if not planned or query.committed()[-1:] != planned[-1:]:

@@ -328,6 +328,16 @@ class QueryLog:
         except (IndexError, ValueError, KeyError, TypeError):
             return None
 
+    def eviction_due(self) -> bool:
+        """Whether the last batch committed a watermark that no batch has evicted with yet: Spark
+        plans the batch that does (with no input, where none came) at the query's next trigger,
+        and a restarted query, which has no batch before to ask, only once new input comes."""
+        planned = self.planned()
+        if not planned or self.committed()[-1:] != planned[-1:]:
+            return False  # none yet, or a batch planned and not committed: it runs (again) first
+        advanced, used = self.committed_watermark(planned[-1]), self.watermark(planned[-1])
+        return advanced is not None and used is not None and advanced > used
+
     def holds_state(self) -> bool:
         """Whether the query keeps state in Spark's state store (a stateless query has none)."""
         return self.files.exists(f"{self.location}/{STATE}")
@@ -477,25 +487,19 @@ class WritableCheckpoint(Checkpoint):
             self.files.delete(self.record_path(STOP))
 
     def plan_eviction(self, pipeline: str) -> int | None:
-        """Plan the micro-batch of no input that a stop or a kill left unplanned: where the
-        pipeline's last batch committed a watermark it did not evict with, Spark plans the next
-        batch, which evicts, as that batch commits. Stopped between the two (a graceful stop stops
-        a query there) or killed, Spark on a restart plans one only once new input comes (it asks
-        the batch before whether one is due, and a restarted query has none), so the windows that
-        watermark closed would wait for input that may never come (a quiet source, the end of an
-        available-now run). Planned here as Spark plans one: the last batch's offsets (no input),
-        the watermark it committed, the time now. The batch planned; None where none is due."""
+        """Plan the micro-batch that evicts with the watermark the pipeline's last batch committed,
+        where a stop or a kill came before Spark planned it (:meth:`QueryLog.eviction_due`): a
+        restart of Spark alone plans it only once new input comes, so the windows that watermark
+        closed would wait for input that may never come (a quiet source, the end of an
+        available-now run). Planned as Spark plans one: the last batch's offsets (no input), the
+        watermark it committed, the time now. The batch planned; None where none is due."""
         query = self.query(pipeline)
-        planned = query.planned()
-        if not planned or query.committed()[-1:] != planned[-1:]:
-            return None  # a fresh query, or a batch planned and not committed: Spark runs it again
-        last = planned[-1]
+        if not query.eviction_due():
+            return None
+        last = query.planned()[-1]
         lines = self.files.read_text(f"{query.location}/{OFFSETS}/{last}").splitlines()
         metadata = json.loads(lines[1])
-        advanced = query.committed_watermark(last)
-        if advanced is None or advanced <= int(metadata.get("batchWatermarkMs", advanced)):
-            return None
-        metadata.update(batchWatermarkMs=advanced, batchTimestampMs=int(time.time() * 1000))
+        metadata.update(batchWatermarkMs=query.committed_watermark(last), batchTimestampMs=int(time.time() * 1000))
         self.files.write_text(f"{query.location}/{OFFSETS}/{last + 1}",
                               "\n".join((lines[0], json.dumps(metadata, separators=(",", ":")), *lines[2:])))
         return last + 1

@@ -164,12 +164,14 @@ def _writer(pipeline: CompiledPipeline, source: str) -> BatchWriter:
 
 
 def _start(pipeline: CompiledPipeline, writer: BatchWriter, location: str, options: dict,
-           starting: Callable[[], None]) -> StreamingQuery:
-    """The pipeline's streaming query; ``starting`` is asked before a micro-batch writes anything."""
+           starting: Callable[[str, int], None]) -> StreamingQuery:
+    """The pipeline's streaming query; ``starting`` is asked (with the pipeline and the batch)
+    before a micro-batch writes anything."""
     finalize = pipeline.finalize
+    name = pipeline.pipeline.name
 
     def write_batch(batch: DataFrame, batch_id: int) -> None:
-        starting()
+        starting(name, batch_id)
         with finalize(batch, batch_id) as rows:
             writer(rows, batch_id)
 

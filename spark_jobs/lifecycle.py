@@ -7,9 +7,13 @@ stop is asked the same way, by a file beside the state (:func:`stop`, ``python -
 stategate.spark_jobs stop``), not by a signal to a process the asker may not reach. The driver,
 which looks for a request between heartbeats (:class:`Supervisor`):
 
-1. lets the micro-batch it is in finish and commit. A batch that starts after the request writes
-   nothing and fails at once (:meth:`Supervisor.batch_starting`): Spark has planned it in its offset
-   log but not committed it, so the next start of the checkpoint runs it again, exactly once;
+1. lets the micro-batch it is in finish and commit, and then the batch of no input that evicts
+   with the watermark that batch committed, which Spark plans at the query's next trigger: the
+   windows its input closed are written by this run (a restart would have to plan that batch
+   itself, under whatever version starts next). Any other batch that starts after the request
+   writes nothing and fails at once (:meth:`Supervisor.batch_starting`): Spark has planned it in
+   its offset log but not committed it, so the next start of the checkpoint runs it again,
+   exactly once;
 2. stops its queries, says ``stopped``, and its process exits 0.
 
 A driver that dies without a word leaves its last heartbeat behind: after
@@ -23,6 +27,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
+import re
 import socket
 import threading
 import time
@@ -43,6 +48,12 @@ HEARTBEAT_S = 10.0
 #: How often the driver looks at its queries (seconds) between heartbeats; it notices the end of
 #: the first still running at once.
 _POLL_S = 0.5
+#: How long a stop waits, past the query's trigger interval, for the batch of no input that
+#: evicts with its last watermark (seconds).
+_EVICTION_MARGIN_S = 10.0
+#: A processing-time trigger's interval, as Spark reads it (``30 seconds``, ``1 minute 30 seconds``).
+_INTERVAL_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(millisecond|second|minute|hour|day)s?\b", re.IGNORECASE)
+_UNIT_S = {"millisecond": 0.001, "second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
 #: What a driver prints once it runs (a detached launch waits for it), and where its environment
 #: says its output goes (it says so in its announcement).
 RUNNING_LINE = "stategate: running application "
@@ -78,12 +89,18 @@ class Supervisor:
     _refused: threading.Event = field(default_factory=threading.Event, repr=False)
     _queries: dict[str, StreamingQuery] = field(default_factory=dict, repr=False)  # by pipeline
 
-    def batch_starting(self) -> None:
+    def batch_starting(self, pipeline: str, batch_id: int) -> None:
         """Called by each micro-batch's writer before it writes anything: after a stop request, it
-        refuses to start (:class:`StopRequested`)."""
-        if self._stopping.is_set():
+        refuses to start (:class:`StopRequested`), but for a batch that reads no input, which
+        Spark plans only to evict with the watermark the batch before committed."""
+        if self._stopping.is_set() and not self._reads_nothing(pipeline, batch_id):
             self._refused.set()
             raise StopRequested("a stop was asked: this micro-batch runs again on the next start")
+
+    def _reads_nothing(self, pipeline: str, batch_id: int) -> bool:
+        query = self.checkpoint.query(pipeline)
+        now, before = query.batch(batch_id), query.batch(batch_id - 1)
+        return now is not None and before is not None and now.sources == before.sources
 
     def supervise(self, spark: SparkSession, queries: Sequence[StreamingQuery], pipelines: Sequence[str]) -> Application:
         """Run until every query has ended (an ``available-now`` job at the end of its input) or a
@@ -134,22 +151,42 @@ class Supervisor:
         return self._announce(app, AppState.STOPPED, how)
 
     def _stop(self, active: Sequence[StreamingQuery]) -> None:
-        """Let each query finish the micro-batch it is in, then stop it. A batch that starts
-        meanwhile refuses to (:meth:`batch_starting`), and its query ends there."""
+        """Let each query finish the micro-batch it is in, and the batch of no input that evicts
+        with the watermark it committed, then stop it. That batch comes with the query's next
+        trigger: a query without one by then (a stateless query has nothing to evict) is stopped
+        and leaves it to the next start (:meth:`WritableCheckpoint.plan_eviction`). Any other batch
+        that starts meanwhile refuses to (:meth:`batch_starting`), and its query ends there."""
         log.info("a stop was asked: finishing the micro-batch in progress, then stopping")
         self._stopping.set()
+        pipelines = {id(query): pipeline for pipeline, query in self._queries.items()}
+        evict_until = time.monotonic() + trigger_interval_s(self.trigger) + _EVICTION_MARGIN_S
         pending = list(active)
-        while pending:  # each query is stopped at its first moment between micro-batches
+        while pending:  # each query is stopped at its first moment between micro-batches with nothing due
             for query in [q for q in pending if not q.isActive or not q.status["isTriggerActive"]]:
+                if query.isActive and time.monotonic() < evict_until and self._evicts(pipelines[id(query)]):
+                    continue
                 query.stop()
                 pending.remove(query)
             time.sleep(0.1)
+
+    def _evicts(self, pipeline: str) -> bool:
+        """Whether ``pipeline``'s query has a batch that evicts still due, which its next trigger plans."""
+        query = self.checkpoint.query(pipeline)
+        return query.holds_state() and query.eviction_due()
 
     def _announce(self, app: Application, state: AppState, detail: str = "") -> Application:
         app = replace(app, state=state, heartbeat_at=utc_now().isoformat(), detail=detail or app.detail,
                       state_rows={**app.state_rows, **_state_rows(self._queries)})
         self.checkpoint.announce(app)
         return app
+
+
+def trigger_interval_s(trigger: str) -> float:
+    """The interval of a ``processing-time=<interval>`` trigger (seconds); 0 for another (an
+    available-now query triggers again at once) or one this cannot read."""
+    if not trigger.startswith("processing-time="):
+        return 0.0
+    return sum((float(n) * _UNIT_S[unit.lower()] for n, unit in _INTERVAL_PART.findall(trigger)), 0.0)
 
 
 def _await_end(query: StreamingQuery, seconds: float) -> None:

@@ -12,12 +12,15 @@ from __future__ import annotations
 import subprocess
 import sys
 import time
+from collections import Counter
 from pathlib import Path
 
-from stategate.spark_jobs.checkpoint import AppState, Checkpoint
+from stategate.spark_jobs.checkpoint import AppState, Checkpoint, WritableCheckpoint
 from stategate.spark_jobs.job import run
+from stategate.spark_jobs.lifecycle import stop as ask_stop, trigger_interval_s
 from stategate.spark_jobs.storage import LocalFiles
 from tests.spark_jobs.crashes import REPO, SINKS, CrashingJob, sink_rows, write_bids
+from tests.spark_jobs.helpers import bid_ddl
 
 FILES, ROWS_PER_FILE = 6, 40
 ALWAYS_ON = ("--trigger", "processing-time=500 milliseconds", "--heartbeat", "1")
@@ -70,3 +73,44 @@ def test_stopping_a_job_that_does_not_run_says_so(tmp_path) -> None:
     stopped = stop(tmp_path / "checkpoint", timeout=5)
     assert stopped.returncode == 0
     assert stopped.stdout.startswith(f"stategate: not running on {tmp_path / 'checkpoint'}: no application has run")
+
+
+def test_a_stop_right_after_the_last_input_writes_every_window_that_input_closed(tmp_path) -> None:
+    """Stopped between the micro-batch of its last input and the batch of no input that evicts with
+    the watermark it committed: the job runs that batch before it stops (it comes with the query's
+    next trigger), so this version writes the windows its input closed, not the next one to start."""
+    root = tmp_path / "job"
+    job = CrashingJob(root, sql=bid_ddl(root / "incoming", delay="INTERVAL '5' SECOND",
+                                        options=", 'spark.maxFilesPerTrigger' = '1'") + f"""
+CREATE TABLE Totals (window_start TIMESTAMP(3), window_end TIMESTAMP(3), item STRING, bids BIGINT)
+WITH ('connector' = 'filesystem', 'path' = '{root}/out/Totals', 'format' = 'csv');
+INSERT INTO Totals SELECT window_start, window_end, item, COUNT(*) AS bids
+FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTES)) GROUP BY item, window_start, window_end;
+""", arguments=("--trigger", "processing-time=5 seconds", "--heartbeat", "1"))
+    files = 3
+    write_bids(root / "incoming", files, ROWS_PER_FILE)
+    expected = Counter((f"{line[:16]}:00.000", line.split(",")[2]) for path in sorted((root / "incoming").iterdir())[:files]
+                       for line in path.read_text().splitlines())  # every window but the far bid's
+    query = Checkpoint(LocalFiles(), str(job.checkpoint)).query("Totals")
+    process = job.start()
+    try:  # the far bid's batch (one file a batch) committed: a trigger later, Spark would evict
+        wait_for(lambda: len(query.committed()) > files, 240, "the last input's batch committed", process)
+        assert query.eviction_due(), "stopped before the batch that evicts"
+        stopped = ask_stop(WritableCheckpoint(LocalFiles(), str(job.checkpoint)), 60, "test")
+        assert stopped.down, stopped.message
+        assert process.wait(timeout=60) == 0
+    finally:
+        if process.poll() is None:
+            job.kill(process)
+    assert not query.eviction_due() and query.planned() == query.committed() == list(range(files + 2))
+    written = Counter()
+    for part in (root / "out" / "Totals").glob("part-*.csv"):
+        for start, _, item, bids in (line.split(",") for line in part.read_text().splitlines()):
+            written[start, item] += int(bids)
+    assert written == expected
+
+
+def test_a_processing_time_trigger_is_read_as_spark_reads_it() -> None:
+    assert trigger_interval_s("processing-time=500 milliseconds") == 0.5
+    assert trigger_interval_s("processing-time=1 minute 30 seconds") == 90
+    assert trigger_interval_s("available-now") == 0

@@ -26,7 +26,8 @@ Spark's log files are a version line (``v1``) and JSON: an offset file has the b
 its second line (``batchWatermarkMs``, ``batchTimestampMs``, and ``conf``: the settings Spark fixes for
 the checkpoint's life, among them its number of state partitions and its state store) and then one
 line per source (a file source's ``{"logOffset": n}``, a Kafka source's
-``{"topic": {"partition": offset}}``); a file source's
+``{"topic": {"partition": offset}}``); a commit file has ``nextBatchWatermarkMs`` on its second
+line (where the batch's input moved the watermark: the next batch evicts with it); a file source's
 log has one JSON line per file read (``path``, ``timestamp``, ``batchId``, which is the log's own
 entry number, not a micro-batch), with ``<n>.compact`` files holding the earlier entries.
 """

@@ -13,7 +13,8 @@ class StopJobOperator(JobRootOperator):
     """Ask the job running on ``<root>/<job>/checkpoint`` to stop, and wait until it is down.
 
     The request is a file beside the state (:mod:`stategate.spark_jobs.lifecycle`), so it reaches the
-    driver wherever it runs; the job finishes and commits the micro-batch it is in, then stops. A
+    driver wherever it runs; the job finishes and commits the micro-batch it is in (and the batch
+    of no input that evicts with the watermark it committed, at the next trigger), then stops. A
     job that is not running is down already. Safe to retry: a second request is the same request.
     On timeout the task fails, the request stands (the job stops after its micro-batch), and
     nothing else changed.

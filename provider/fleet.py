@@ -27,14 +27,12 @@ import yaml
 
 from stategate.provider.hooks.deployment import OnUnknown, StateGateError
 from stategate.spark_jobs.cutover import BOUNDED, REPLAY_POLICIES
+from stategate.spark_jobs.triggers import AVAILABLE_NOW, interval_s
 
 #: What a job's SQL is read from, and what its settings are written in.
 SQL_SUFFIX, SPEC_SUFFIX = ".sql", ".yaml"
 #: A job's DAG id.
 DAG_ID = "stategate_{}"
-#: Spark's triggers: process what is there and stop (a run per redeploy), or run all the time.
-AVAILABLE_NOW = "available-now"
-_PROCESSING_TIME = re.compile(r"^processing-time=\S.*$")
 DEPLOY_MODES = ("client", "cluster")
 
 
@@ -98,8 +96,10 @@ class JobSpec:
         problems = []
         if not re.fullmatch(r"[A-Za-z0-9][A-Za-z0-9_.-]*", self.name):
             problems.append(f"name {self.name!r} must be letters, digits, '_', '.' or '-'")
-        if self.trigger != AVAILABLE_NOW and not _PROCESSING_TIME.match(self.trigger):
-            problems.append(f"trigger must be {AVAILABLE_NOW} or processing-time=<interval>, not {self.trigger!r}")
+        try:
+            interval_s(self.trigger)
+        except ValueError as error:
+            problems.append(str(error))
         if self.replay not in REPLAY_POLICIES:
             problems.append(f"replay must be one of {', '.join(REPLAY_POLICIES)}, not {self.replay!r}")
         if self.spark.deploy_mode not in DEPLOY_MODES:
@@ -146,7 +146,7 @@ class JobSpec:
                                     spark.get("packages")),
                 stop_timeout=float(data.get("stop_timeout", 300)),
                 healthy_within=float(data.get("healthy_within", 600)))
-        except ValueError as error:
+        except (ValueError, JobSpecError) as error:  # a setting's type, or what the job refuses of it
             raise JobSpecError(f"{path}: {error}") from None
 
 

@@ -281,6 +281,18 @@ class SourceLogError(ValueError):
 
 
 @dataclass(frozen=True)
+class Eviction:
+    """A micro-batch a query owes: no input, evicting with the watermark its last batch committed.
+
+    :param after: the query's last batch, committed
+    :param watermark_ms: the watermark that batch's input moved to
+    """
+
+    after: int
+    watermark_ms: int
+
+
+@dataclass(frozen=True)
 class QueryLog:
     """The checkpoint of one streaming query (one pipeline): its offset, commit and source logs."""
 
@@ -329,15 +341,18 @@ class QueryLog:
         except (IndexError, ValueError, KeyError, TypeError):
             return None
 
-    def eviction_due(self) -> bool:
-        """Whether the last batch committed a watermark that no batch has evicted with yet: Spark
-        plans the batch that does (with no input, where none came) at the query's next trigger,
-        and a restarted query, which has no batch before to ask, only once new input comes."""
+    def due_eviction(self) -> Eviction | None:
+        """The batch of no input the query owes, where its last batch committed a watermark that no
+        batch has evicted with yet: Spark plans it at the query's next trigger, and a restarted
+        query, which has no batch before to ask, only once new input comes. None where none is due."""
         planned = self.planned()
         if not planned or self.committed()[-1:] != planned[-1:]:
-            return False  # none yet, or a batch planned and not committed: it runs (again) first
-        advanced, used = self.committed_watermark(planned[-1]), self.watermark(planned[-1])
-        return advanced is not None and used is not None and advanced > used
+            return None  # none yet, or a batch planned and not committed: it runs (again) first
+        last = planned[-1]
+        advanced, used = self.committed_watermark(last), self.watermark(last)
+        if advanced is None or used is None or advanced <= used:
+            return None
+        return Eviction(last, advanced)
 
     def holds_state(self) -> bool:
         """Whether the query keeps state in Spark's state store (a stateless query has none)."""
@@ -489,21 +504,21 @@ class WritableCheckpoint(Checkpoint):
 
     def plan_eviction(self, pipeline: str) -> int | None:
         """Plan the micro-batch that evicts with the watermark the pipeline's last batch committed,
-        where a stop or a kill came before Spark planned it (:meth:`QueryLog.eviction_due`): a
+        where a stop or a kill came before Spark planned it (:meth:`QueryLog.due_eviction`): a
         restart of Spark alone plans it only once new input comes, so the windows that watermark
         closed would wait for input that may never come (a quiet source, the end of an
         available-now run). Planned as Spark plans one: the last batch's offsets (no input), the
         watermark it committed, the time now. The batch planned; None where none is due."""
         query = self.query(pipeline)
-        if not query.eviction_due():
+        due = query.due_eviction()
+        if due is None:
             return None
-        last = query.planned()[-1]
-        lines = self.files.read_text(f"{query.location}/{OFFSETS}/{last}").splitlines()
+        lines = self.files.read_text(f"{query.location}/{OFFSETS}/{due.after}").splitlines()
         metadata = json.loads(lines[1])
-        metadata.update(batchWatermarkMs=query.committed_watermark(last), batchTimestampMs=int(time.time() * 1000))
-        self.files.write_text(f"{query.location}/{OFFSETS}/{last + 1}",
+        metadata.update(batchWatermarkMs=due.watermark_ms, batchTimestampMs=int(time.time() * 1000))
+        self.files.write_text(f"{query.location}/{OFFSETS}/{due.after + 1}",
                               "\n".join((lines[0], json.dumps(metadata, separators=(",", ":")), *lines[2:])))
-        return last + 1
+        return due.after + 1
 
     def seed_source_log(self, pipeline: str, source: int, files: list[tuple[str, int]]) -> bool:
         """Log ``files`` as read, as the first entry of the pipeline's source numbered ``source``,

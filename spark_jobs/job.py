@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import logging
-import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Callable, Mapping
@@ -23,12 +22,12 @@ from stategate.spark_jobs.lifecycle import HEARTBEAT_S, Supervisor
 from stategate.spark_jobs.rescale import Repartitioned, carry_partitions
 from stategate.spark_jobs.reseed import Reseed, begin, carry, finish, undo_unused
 from stategate.spark_jobs.session import job_settings, try_settings
+from stategate.spark_jobs import triggers
 from stategate.spark_jobs.storage import HadoopStorage
+from stategate.spark_jobs.triggers import AVAILABLE_NOW
 
 log = logging.getLogger("stategate.job")
 
-AVAILABLE_NOW = "available-now"
-_PROCESSING_TIME = re.compile(r"^processing-time=(.+)$")
 
 
 @dataclass
@@ -38,15 +37,6 @@ class RunResult:
     cutovers: dict[str, Cutover] = field(default_factory=dict)  # a take-over's, by pipeline
     application: Application | None = None  # how the job ended, when run to its end
     repartitioned: list[Repartitioned] = field(default_factory=list)  # state carried to a new parallelism
-
-
-def trigger_options(trigger: str) -> dict:
-    if trigger == AVAILABLE_NOW:
-        return {"availableNow": True}
-    match = _PROCESSING_TIME.match(trigger)
-    if match:
-        return {"processingTime": match.group(1)}
-    raise ValueError(f"unknown trigger {trigger!r}: use available-now or processing-time=<interval>")
 
 
 def run(
@@ -76,7 +66,7 @@ def run(
     cleared (``fresh``): with ``replay`` bounded (the default) each pipeline re-reads only what its
     open windows need and emits only windows the archived version did not
     (:mod:`spark_jobs.takeover`); ``none`` skips all the archived version read; ``full`` reads all."""
-    options = trigger_options(trigger)
+    options = triggers.options(trigger)
     model = build(sql, source=source)
     checkpoint = str(checkpoint).rstrip("/")
     storage = HadoopStorage(spark)

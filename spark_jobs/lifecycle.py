@@ -27,7 +27,6 @@ from __future__ import annotations
 import hashlib
 import logging
 import os
-import re
 import socket
 import threading
 import time
@@ -36,6 +35,7 @@ from typing import TYPE_CHECKING, Sequence
 
 from stategate.spark_jobs.checkpoint import Application, AppState, WritableCheckpoint, utc_now
 from stategate.spark_jobs.late_rows import LateRows
+from stategate.spark_jobs.triggers import interval_s
 
 if TYPE_CHECKING:  # the driver has PySpark; a stop asked from Airflow or a shell needs none
     from pyspark.sql import SparkSession
@@ -51,9 +51,6 @@ _POLL_S = 0.5
 #: How long a stop waits, past the query's trigger interval, for the batch of no input that
 #: evicts with its last watermark (seconds).
 _EVICTION_MARGIN_S = 10.0
-#: A processing-time trigger's interval, as Spark reads it (``30 seconds``, ``1 minute 30 seconds``).
-_INTERVAL_PART = re.compile(r"(\d+(?:\.\d+)?)\s*(millisecond|second|minute|hour|day)s?\b", re.IGNORECASE)
-_UNIT_S = {"millisecond": 0.001, "second": 1.0, "minute": 60.0, "hour": 3600.0, "day": 86400.0}
 #: What a driver prints once it runs (a detached launch waits for it), and where its environment
 #: says its output goes (it says so in its announcement).
 RUNNING_LINE = "stategate: running application "
@@ -159,12 +156,18 @@ class Supervisor:
         log.info("a stop was asked: finishing the micro-batch in progress, then stopping")
         self._stopping.set()
         pipelines = {id(query): pipeline for pipeline, query in self._queries.items()}
-        evict_until = time.monotonic() + trigger_interval_s(self.trigger) + _EVICTION_MARGIN_S
+        evict_until = time.monotonic() + (interval_s(self.trigger) or 0.0) + _EVICTION_MARGIN_S
+        due: dict[tuple[str, int | None], bool] = {}  # it changes only as a batch ends: judged once per batch
         pending = list(active)
         while pending:  # each query is stopped at its first moment between micro-batches with nothing due
             for query in [q for q in pending if not q.isActive or not q.status["isTriggerActive"]]:
-                if query.isActive and time.monotonic() < evict_until and self._evicts(pipelines[id(query)]):
-                    continue
+                if query.isActive and time.monotonic() < evict_until:
+                    progress = query.lastProgress
+                    judged = (pipelines[id(query)], progress.batchId if progress is not None else None)
+                    if judged not in due:
+                        due[judged] = self._evicts(judged[0])
+                    if due[judged]:
+                        continue
                 query.stop()
                 pending.remove(query)
             time.sleep(0.1)
@@ -172,21 +175,13 @@ class Supervisor:
     def _evicts(self, pipeline: str) -> bool:
         """Whether ``pipeline``'s query has a batch that evicts still due, which its next trigger plans."""
         query = self.checkpoint.query(pipeline)
-        return query.holds_state() and query.eviction_due()
+        return query.holds_state() and query.due_eviction() is not None
 
     def _announce(self, app: Application, state: AppState, detail: str = "") -> Application:
         app = replace(app, state=state, heartbeat_at=utc_now().isoformat(), detail=detail or app.detail,
                       state_rows={**app.state_rows, **_state_rows(self._queries)})
         self.checkpoint.announce(app)
         return app
-
-
-def trigger_interval_s(trigger: str) -> float:
-    """The interval of a ``processing-time=<interval>`` trigger (seconds); 0 for another (an
-    available-now query triggers again at once) or one this cannot read."""
-    if not trigger.startswith("processing-time="):
-        return 0.0
-    return sum((float(n) * _UNIT_S[unit.lower()] for n, unit in _INTERVAL_PART.findall(trigger)), 0.0)
 
 
 def _await_end(query: StreamingQuery, seconds: float) -> None:

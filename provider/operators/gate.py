@@ -18,6 +18,7 @@ from stategate.provider.hooks.deployment import Branch, Decision, OnUnknown, Sta
 from stategate.provider.notifiers.log import LogVerdictNotifier
 from stategate.provider.operators.base import JobRootOperator
 from stategate.spark_jobs.cutover import REPLAY_POLICIES
+from stategate.spark_jobs.triggers import AVAILABLE_NOW, interval_s
 
 ON_UNKNOWN = tuple(policy.value for policy in OnUnknown)
 
@@ -96,7 +97,7 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         sql_dir: str | None = None,
         on_unknown: str = "approve",
         replay: str = "bounded",
-        trigger: str = "available-now",
+        trigger: str = AVAILABLE_NOW,
         unchanged_task_id: str = "unchanged",
         rollback: str = "false",
         restore_task_id: str = "restore",
@@ -112,6 +113,7 @@ class StateGateOperator(JobRootOperator, BaseBranchOperator):
         super().__init__(**kwargs)
         if on_unknown not in ON_UNKNOWN and "{{" not in on_unknown:
             raise ValueError(f"on_unknown must be one of {ON_UNKNOWN}, not {on_unknown!r}")
+        interval_s(trigger)  # an unknown trigger fails the DAG's import, never a redeploy half-done
         self.sql = sql
         self.sql_dir = sql_dir
         self.on_unknown = on_unknown

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from stategate.spark_jobs.checkpoint import AppState, Checkpoint, WritableCheckpoint
 from stategate.spark_jobs.job import run
-from stategate.spark_jobs.lifecycle import stop as ask_stop, trigger_interval_s
+from stategate.spark_jobs.lifecycle import stop as ask_stop
 from stategate.spark_jobs.storage import LocalFiles
 from tests.spark_jobs.crashes import REPO, SINKS, CrashingJob, sink_rows, write_bids
 from tests.spark_jobs.helpers import bid_ddl
@@ -95,22 +95,16 @@ FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '1' MINUTES)) GROUP B
     process = job.start()
     try:  # the far bid's batch (one file a batch) committed: a trigger later, Spark would evict
         wait_for(lambda: len(query.committed()) > files, 240, "the last input's batch committed", process)
-        assert query.eviction_due(), "stopped before the batch that evicts"
+        assert query.due_eviction() is not None, "stopped before the batch that evicts"
         stopped = ask_stop(WritableCheckpoint(LocalFiles(), str(job.checkpoint)), 60, "test")
         assert stopped.down, stopped.message
         assert process.wait(timeout=60) == 0
     finally:
         if process.poll() is None:
             job.kill(process)
-    assert not query.eviction_due() and query.planned() == query.committed() == list(range(files + 2))
+    assert query.due_eviction() is None and query.planned() == query.committed() == list(range(files + 2))
     written = Counter()
     for part in (root / "out" / "Totals").glob("part-*.csv"):
         for start, _, item, bids in (line.split(",") for line in part.read_text().splitlines()):
             written[start, item] += int(bids)
     assert written == expected
-
-
-def test_a_processing_time_trigger_is_read_as_spark_reads_it() -> None:
-    assert trigger_interval_s("processing-time=500 milliseconds") == 0.5
-    assert trigger_interval_s("processing-time=1 minute 30 seconds") == 90
-    assert trigger_interval_s("available-now") == 0

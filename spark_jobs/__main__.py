@@ -28,8 +28,18 @@ from stategate.analyzer.errors import SQLModelError
 from stategate.spark_jobs.cutover import BOUNDED, REPLAY_POLICIES, TakeOverRefused
 from stategate.spark_jobs.guard import CheckpointRefused
 from stategate.spark_jobs.lifecycle import HEARTBEAT_S, JobFailed
+from stategate.spark_jobs.triggers import AVAILABLE_NOW, interval_s
 
 EXIT_INVALID, EXIT_REFUSED, EXIT_STILL_RUNNING = 2, 3, 4
+
+
+def _trigger(text: str) -> str:
+    """``--trigger`` checked before Spark starts: one it would refuse is a usage error."""
+    try:
+        interval_s(text)
+    except ValueError as error:
+        raise argparse.ArgumentTypeError(str(error)) from None
+    return text
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -38,8 +48,9 @@ def _parser() -> argparse.ArgumentParser:
     run = commands.add_parser("run", help="run a job script on Spark Structured Streaming")
     run.add_argument("--sql", required=True, help="the job script (CREATE TABLE ..., INSERT INTO ...)")
     run.add_argument("--checkpoint", required=True, help="the job's checkpoint directory")
-    run.add_argument("--trigger", default="available-now",
-                     help="available-now (process what is there, then stop) or processing-time=<interval>")
+    run.add_argument("--trigger", default=AVAILABLE_NOW, type=_trigger,
+                     help="available-now (process what is there, then stop) or processing-time=<interval> "
+                          "(always on; an interval as Spark writes it: '30 seconds', '1 minute 30 seconds')")
     run.add_argument("--fresh", action="store_true", help="start without state; the checkpoint must be empty")
     run.add_argument("--accept", choices=("FULL", "PARTIAL", "UNKNOWN"), default="PARTIAL",
                      help="worst verdict to restart on (default PARTIAL); UNKNOWN once a human decided "

@@ -4,6 +4,9 @@ one Spark runs micro-batches at."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
+
 import pytest
 
 from stategate.spark_jobs.triggers import AVAILABLE_NOW, interval_s, options
@@ -39,3 +42,13 @@ def test_available_now_has_no_interval_and_anything_else_is_refused() -> None:
     for trigger in ("once", "continuous=1 second", "processing-time", "processingTime=30 seconds", "30 seconds"):
         with pytest.raises(ValueError, match=f"unknown trigger '{trigger}'"):
             options(trigger)
+
+
+def test_the_job_refuses_a_trigger_spark_would_refuse_before_it_starts(tmp_path) -> None:
+    checkpoint = tmp_path / "checkpoint"
+    refused = subprocess.run([sys.executable, "-m", "stategate.spark_jobs", "run", "--sql", str(tmp_path / "job.sql"),
+                              "--checkpoint", str(checkpoint), "--trigger", "processing-time=30s"],
+                             capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2
+    assert "argument --trigger: unknown trigger 'processing-time=30s'" in refused.stderr
+    assert not checkpoint.exists()

@@ -105,7 +105,8 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
             else:
                 stage = _compile_stage(spark, model, aggregate, layouts, location, cutover=cutover)
                 closed = _finalizer(stage, pipeline.outputs, pipeline.topn, types, after)
-            stream, finalize = stage.stream, _finalize(stage, closed)
+            per_batch = pipeline.topn is not None or aggregate.per_window or after is not None
+            stream, finalize = _query(stage, closed, per_batch)
         # Analyse the per-batch plan now, so a bad SELECT list fails at start, not at the first window.
         # Over the stream itself, whose columns a batch has: Spark checks what a streaming query may
         # do only when it starts, and an empty batch built from a local list cost 0.18 s at start.
@@ -117,9 +118,29 @@ def compile_pipeline(spark: SparkSession, model: JobModel, pipeline: Pipeline,
     return CompiledPipeline(pipeline, stream, finalize, sink)
 
 
-def _finalize(stage: Stage, rows: Callable[[DataFrame], DataFrame]) -> Finalize:
-    """A micro-batch of the stage's stream → its sink rows."""
+def _query(stage: Stage, rows: Callable[..., DataFrame], per_batch: bool) -> tuple[DataFrame, Finalize]:
+    """The pipeline's streaming plan, and what a micro-batch of it does before the sink.
+
+    The rows of closed windows are made in the streaming plan wherever nothing needs the batch
+    itself: each step ``foreachBatch`` adds is analysed, optimised and compiled again, as a plan
+    of its own, in every micro-batch, and these are then one step, not three. Every column of the
+    aggregation is carried to the stream's end and dropped in the batch: Spark prunes what a
+    plan does not read from the aggregation below it, so a field the SELECT list does not read (an
+    aggregate dropped from it, headroom) would leave the state, and its schema would no longer be
+    the layout's. A batch is needed to assemble windows from slices, to rank a Top-N (a window
+    function, which a stream cannot run) and to aggregate whole windows (``per_batch``); and for a
+    take-over's cutover, which Spark would push below the aggregation onto each row's own window
+    (a session's, before sessions merge)."""
     assembler = stage.assembler
+    if assembler is None and not per_batch:
+        held = stage.stream.columns
+        stream, dropped = rows(stage.stream, held), [_HELD + name for name in held]
+
+        @contextmanager
+        def made(batch: DataFrame, batch_id: int, analyse: bool = False) -> Iterator[DataFrame]:
+            yield batch.drop(*dropped)
+
+        return stream, made
 
     @contextmanager
     def finalize(batch: DataFrame, batch_id: int, analyse: bool = False) -> Iterator[DataFrame]:
@@ -132,7 +153,7 @@ def _finalize(stage: Stage, rows: Callable[[DataFrame], DataFrame]) -> Finalize:
         with assembler(batch, batch_id) as windows:
             yield rows(windows)
 
-    return finalize
+    return stage.stream, finalize
 
 
 # ------------------------------------------------------------------------------- stages
@@ -362,6 +383,8 @@ def _after_watermark(predicate: Column, time: str) -> Column:
     return F.when(F.unix_micros(F.col(time)) > F.lit(_NO_TIME), predicate)
 
 
+#: The prefix of an aggregation's columns carried to a stream's end, for its state to keep them all.
+_HELD = "__stategate_held_"
 #: Below every time Spark can hold, in microseconds since the epoch.
 _NO_TIME = -(1 << 63)
 
@@ -439,13 +462,14 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
 
     new_windows = F.col("window_end") > F.timestamp_millis(F.lit(after_ms)) if after_ms is not None else None
 
-    def finalize(batch: DataFrame) -> DataFrame:
-        pivot = batch.where(exists).select(*windows)
+    def finalize(batch: DataFrame, held: Sequence[str] = ()) -> DataFrame:
+        """The sink's rows of ``batch``, and its columns ``held`` beside them (as ``_HELD + name``)."""
+        pivot = batch.where(exists).select(*windows, *[F.col(name).alias(_HELD + name) for name in held])
         if new_windows is not None:
             pivot = pivot.where(new_windows)
         if top is not None:
             pivot = pivot.withColumn("_rank", top[0]).where(top[1])
-        return pivot.select(*result)
+        return pivot.select(*result, *[F.col(_HELD + name) for name in held])
 
     return finalize
 

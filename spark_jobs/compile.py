@@ -5,12 +5,14 @@ The plan of a window aggregation, stage by stage::
     source ─ watermark ─ row filters ─ project keys / aggregate inputs
           ─ grouping sets (one row per set; spark_jobs.state)
           ─ stage 1: slice aggregation into the slot buffer (native streaming aggregation, append)
+          ─ each aggregate's value from its slot, SELECT list, sink types, beside every column
+            of stage 1, where nothing needs the micro-batch itself (:func:`_query`)
           ─ foreachBatch: stage 2, windows from retained slices (HOP, CUMULATE; spark_jobs.assembly)
                           each aggregate's value from its slot, Top-N, SELECT list, sink types
 
-Everything after stage 2 runs per micro-batch: a window is one row holding every aggregate, so
-the Top-N needs no state and the SELECT list can change freely between restarts (why the SELECT
-list stays out of the streaming plan is measured in the docs: benchmarks). Which slot holds which
+A window is one row holding every aggregate, so the Top-N needs no state and the SELECT list can
+change freely between restarts: stage 1's state keeps every field of the layout whatever the
+SELECT list reads (:func:`_query` says how; the docs' benchmarks page what it saves). Which slot holds which
 aggregate comes from the layout the checkpoint guard judged (``analyzer.judgement``). What the engine
 runs is checked first, from the model (``analyzer.runnable``). A window join runs each of its
 window aggregations as a stage of one query and joins the windows each micro-batch closes; an

@@ -24,7 +24,6 @@ from stategate.spark_jobs.reseed import Reseed, begin, carry, finish, undo_unuse
 from stategate.spark_jobs.session import job_settings, try_settings
 from stategate.spark_jobs import triggers
 from stategate.spark_jobs.storage import HadoopStorage
-from stategate.spark_jobs.triggers import AVAILABLE_NOW
 
 log = logging.getLogger("stategate.job")
 
@@ -45,7 +44,7 @@ def run(
     checkpoint: str | Path,
     *,
     source: str = "<sql>",
-    trigger: str = AVAILABLE_NOW,
+    trigger: str = triggers.AVAILABLE_NOW,
     fresh: bool = False,
     accept: Verdict = Verdict.PARTIAL,
     writers: Mapping[str, BatchWriter] | None = None,

@@ -157,25 +157,26 @@ class Supervisor:
         self._stopping.set()
         pipelines = {id(query): pipeline for pipeline, query in self._queries.items()}
         evict_until = time.monotonic() + (interval_s(self.trigger) or 0.0) + _EVICTION_MARGIN_S
-        due: dict[tuple[str, int | None], bool] = {}  # it changes only as a batch ends: judged once per batch
+        judged: dict[tuple[str, int | None], bool] = {}
         pending = list(active)
         while pending:  # each query is stopped at its first moment between micro-batches with nothing due
             for query in [q for q in pending if not q.isActive or not q.status["isTriggerActive"]]:
-                if query.isActive and time.monotonic() < evict_until:
-                    progress = query.lastProgress
-                    judged = (pipelines[id(query)], progress.batchId if progress is not None else None)
-                    if judged not in due:
-                        due[judged] = self._evicts(judged[0])
-                    if due[judged]:
-                        continue
+                if query.isActive and time.monotonic() < evict_until and self._evicts(pipelines[id(query)], query, judged):
+                    continue
                 query.stop()
                 pending.remove(query)
             time.sleep(0.1)
 
-    def _evicts(self, pipeline: str) -> bool:
-        """Whether ``pipeline``'s query has a batch that evicts still due, which its next trigger plans."""
-        query = self.checkpoint.query(pipeline)
-        return query.holds_state() and query.due_eviction() is not None
+    def _evicts(self, pipeline: str, query: StreamingQuery, judged: dict[tuple[str, int | None], bool]) -> bool:
+        """Whether ``pipeline``'s query has a batch that evicts still due, which its next trigger
+        plans. Only a batch's end changes that, so it is read from the checkpoint once per batch
+        (``judged``, by pipeline and the query's last batch)."""
+        progress = query.lastProgress
+        key = (pipeline, progress.batchId if progress is not None else None)
+        if key not in judged:
+            log = self.checkpoint.query(pipeline)
+            judged[key] = log.holds_state() and log.due_eviction() is not None
+        return judged[key]
 
     def _announce(self, app: Application, state: AppState, detail: str = "") -> Application:
         app = replace(app, state=state, heartbeat_at=utc_now().isoformat(), detail=detail or app.detail,

@@ -29,12 +29,9 @@ def interval_s(trigger: str) -> float | None:
 
     :raises ValueError: naming the trigger, when it is neither
     """
-    if trigger == AVAILABLE_NOW:
+    interval = _interval(trigger)
+    if interval is None:
         return None
-    interval = trigger.removeprefix(PROCESSING_TIME).strip()
-    if not trigger.startswith(PROCESSING_TIME) or not _INTERVAL.fullmatch(interval):
-        raise ValueError(f"unknown trigger {trigger!r}: use {AVAILABLE_NOW} or {PROCESSING_TIME}<interval> "
-                         "with Spark's units, like '30 seconds' or '1 minute 30 seconds'")
     return sum(float(number) * _UNIT_S[unit.lower()] for number, unit in _PARTS.findall(interval))
 
 
@@ -43,6 +40,16 @@ def options(trigger: str) -> dict[str, bool | str]:
 
     :raises ValueError: naming the trigger, when it is neither kind
     """
-    if interval_s(trigger) is None:
-        return {"availableNow": True}
-    return {"processingTime": trigger.removeprefix(PROCESSING_TIME).strip()}
+    interval = _interval(trigger)
+    return {"availableNow": True} if interval is None else {"processingTime": interval}
+
+
+def _interval(trigger: str) -> str | None:
+    """A ``processing-time`` trigger's interval as written; None for ``available-now``."""
+    if trigger == AVAILABLE_NOW:
+        return None
+    interval = trigger.removeprefix(PROCESSING_TIME).strip()
+    if not trigger.startswith(PROCESSING_TIME) or not _INTERVAL.fullmatch(interval):
+        raise ValueError(f"unknown trigger {trigger!r}: use {AVAILABLE_NOW} or {PROCESSING_TIME}<interval> "
+                         "with Spark's units, like '30 seconds' or '1 minute 30 seconds'")
+    return interval

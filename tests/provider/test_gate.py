@@ -126,6 +126,30 @@ def test_sql_that_does_not_parse_fails_with_the_parser_message(gate_dag, tmp_pat
     assert json.loads((tmp_path / "root" / "job" / "deployment.json").read_text())["sql"] == V1
 
 
+DAG_FILE = """
+import pendulum
+from airflow.sdk import DAG
+from stategate.provider.operators.gate import StateGateOperator
+
+with DAG("{name}", schedule=None, start_date=pendulum.datetime(2026, 1, 1)):
+    StateGateOperator(task_id="gate", job_name="j", sql="j.sql", root="file:///tmp/j", trigger="{trigger}")
+"""
+
+
+def test_a_dag_with_a_trigger_spark_cannot_run_does_not_import(tmp_path) -> None:
+    """A typo in the trigger shows as the DAG file's import error, where Airflow's UI lists those:
+    the gate never runs with it, so no redeploy stops a job it cannot start again."""
+    from airflow.dag_processing.dagbag import DagBag
+
+    (tmp_path / "typo.py").write_text(DAG_FILE.format(name="typo", trigger="processing-time=10s"))
+    (tmp_path / "fine.py").write_text(DAG_FILE.format(name="fine", trigger="processing-time=10 seconds"))
+    bag = DagBag(dag_folder=str(tmp_path))
+    assert set(bag.dag_ids) == {"fine"}
+    assert list(bag.import_errors) == [str(tmp_path / "typo.py")]
+    assert "unknown trigger 'processing-time=10s': use available-now or processing-time=<interval>" in \
+        bag.import_errors[str(tmp_path / "typo.py")]
+
+
 def test_a_second_redeploy_waits_for_the_lock(gate_dag, tmp_path) -> None:
     deploy(tmp_path / "root")
     lock = tmp_path / "root" / "job" / "lock"

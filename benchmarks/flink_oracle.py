@@ -87,6 +87,20 @@ FAMILIES = {
                   "SUM(CAST({c} AS BIGINT) * 4294967296) FILTER (WHERE qty > 40)",
                   "AVG(CAST({c} AS BIGINT) * 4294967296)", "SUM(DISTINCT CAST({c} AS BIGINT) * 4294967296)",
                   "AVG(DISTINCT CAST({c} AS BIGINT) * 4294967296)"), "exact", ("qty",)),
+    # A fraction CAST to an integer type, as Java narrows it: held to an INT's or a BIGINT's range,
+    # a TINYINT or SMALLINT keeping an int's low bits (a DOUBLE's 300.9 is 44, 5e9 is -1); a
+    # DECIMAL truncated, then cut to the type's bits; in an argument and over a window's results.
+    "narrowing": (("MAX(CAST({c} * 1000 AS TINYINT))", "MIN(CAST({c} * 100000 AS SMALLINT))",
+                   "MAX(CAST({c} * 10000000 AS INT))", "MIN(CAST({c} * 1e17 AS BIGINT))",
+                   "MAX(CAST({c} AS TINYINT)) FILTER (WHERE qty > 40)", "CAST(MAX({c}) * 100 AS TINYINT)",
+                   "CAST(MIN({c}) * 1e10 AS INT)"), "exact", ("price", "score")),
+    # The same over the results Flink computes in DOUBLE: a STDDEV or VARIANCE of a TINYINT or
+    # SMALLINT is one (a VAR_POP of TINYINTs of 857.3 is 89), and a sum of doubles cast.
+    "narrow_variance": (("VAR_POP(CAST({c} AS TINYINT))", "STDDEV_SAMP(CAST({c} AS SMALLINT))",
+                         "VAR_SAMP(CAST({c} * 5 AS SMALLINT)) FILTER (WHERE qty > 20)",
+                         "VAR_POP(DISTINCT CAST({c} AS TINYINT))", "VARIANCE({c} * 1000)",
+                         "CAST(VAR_POP({c}) AS TINYINT)", "CAST(SUM(CAST({c} AS DOUBLE)) * 1000 AS SMALLINT)"),
+                        "double", ("qty", "score")),
     # DISTINCT, over every window kind Flink runs it on. Flink orders a DISTINCT list by its own
     # hash table, stategate by each value's first arrival (analyzer.aggregates.Distinct): the
     # family's lists are held to the same values (``sets``).

@@ -6,8 +6,9 @@ the DataFrame's column names, then sqlglot's own Spark generator: the SQL is not
 
 Arithmetic over a source's columns and over a window's results goes past its type's range as
 Flink's does, where Spark's fails the query: integers wrap as Java's do (an INT's ``2147483647 + 1``
-is ``-2147483648``, a ``CAST`` of an INT to a TINYINT keeps its low 8 bits), and a number ``CAST``
-to a DECIMAL too narrow for it is NULL. A record whose arithmetic overflows would otherwise stop a
+is ``-2147483648``, a ``CAST`` of an INT or a DECIMAL to a TINYINT keeps its low 8 bits), a
+fraction ``CAST`` to an INT or a BIGINT is held to its range (to a TINYINT or SMALLINT, an int's
+low bits), and a number ``CAST`` to a DECIMAL too narrow for it is NULL. A record whose arithmetic overflows would otherwise stop a
 job that Flink runs on, every time it restarts.
 """
 
@@ -126,7 +127,8 @@ def _result_type(aggregate: Aggregate, typing: Typing) -> exp.DataType | None:
 def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
     """``node`` as Flink computes it where its result can pass its type's range: an addition,
     subtraction or multiplication of integers (in the wider operand's type, as Flink types it), a
-    negation, a CAST of an integer to a narrower integer type, a CAST of a number to a DECIMAL; its
+    negation, a CAST of an integer to a narrower integer type or of a fraction to any integer type
+    (:func:`java_narrowed`; a DECIMAL's truncated, then cut), a CAST of a number to a DECIMAL; its
     operands ``translated``. None for any other node.
 
     The result is Spark's own where it stays in range (``try_add``...); past it, the exact result
@@ -153,12 +155,56 @@ def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr],
         # A number past the DECIMAL's digits is NULL on Flink.
         return exp.TryCast(this=translated(node.this), to=node.to.copy(), safe=True)
     if isinstance(node, exp.Cast) and node.to.this in INTEGER_BITS:
-        source, target = typing.integer_bits(node.this), INTEGER_BITS[node.to.this]
+        target, source = INTEGER_BITS[node.to.this], typing.of(node.this).this
+        if source in exp.DataType.FLOAT_TYPES or source == exp.DType.DECIMAL:
+            # Spark's own cast where the value fits, else Java's narrowing of it (judged before the
+            # operand is translated, which rewrites it in place).
+            floating = _floating(node.this, typing)
+            value = translated(node.this)
+            fitting = exp.TryCast(this=value, to=node.to.copy(), safe=True)
+            narrowed = java_narrowed(value, target) if floating else _cut(_truncated(value), target)
+            return exp.Coalesce(this=fitting, expressions=[narrowed])
+        bits = typing.integer_bits(node.this)
         fits = isinstance(node.this, exp.Literal) and node.this.is_int and -2 ** (target - 1) <= int(node.this.name) < 2 ** (target - 1)
-        if source is None or source <= target or fits:
+        if bits is None or bits <= target or fits:
             return None
         return _cut(translated(node.this), target)
     return None
+
+
+def java_narrowed(value: exp.Expr, bits: int) -> exp.Expr:
+    """A floating-point ``value`` as Java casts it to an integer type of ``bits`` (Flink's CAST, and
+    the integer type of a STDDEV or VARIANCE of integers): truncated toward zero and held to a
+    long's range for a BIGINT, an int's otherwise (NaN is 0); a TINYINT or SMALLINT then keeps the
+    int's low bits, as ``(byte) d`` is ``(byte) (int) d``: 300.9 is 44, 5e9 is -1."""
+    held_bits = 64 if bits == 64 else 32
+    low, high = -(2 ** (held_bits - 1)), 2 ** (held_bits - 1) - 1
+    held = exp.Case(ifs=[exp.If(this=exp.Anonymous(this="isnan", expressions=[value]), true=exp.Literal.number(0)),
+                         exp.If(this=exp.GTE(this=value, expression=exp.Literal.number(high)),
+                                true=exp.Literal.number(high)),
+                         exp.If(this=exp.LTE(this=value, expression=exp.Literal.number(low)),
+                                true=exp.Literal.number(low))],
+                    default=exp.cast(value, exp.DType.BIGINT))
+    return _cut(held, bits) if bits < held_bits else exp.cast(held, _INTEGER_TYPES[bits])
+
+
+def _floating(expr: exp.Expr, typing: Typing) -> bool:
+    """Whether Flink computes ``expr`` in floating point: a FLOAT or DOUBLE, a literal with an
+    exponent (``1e10``; ``2.5`` is a DECIMAL), or arithmetic with such an operand. (sqlglot types
+    a DECIMAL times a DOUBLE as a DECIMAL, and ``2.5`` as a DOUBLE.)"""
+    if isinstance(expr, exp.Paren):
+        return _floating(expr.this, typing)
+    if isinstance(expr, _ARITHMETIC):
+        return _floating(expr.this, typing) or _floating(expr.expression, typing)
+    if isinstance(expr, exp.Literal):
+        return not expr.is_string and "e" in expr.name.lower()
+    return typing.family(expr) is Family.FLOATING
+
+
+def _truncated(value: exp.Expr) -> exp.Expr:
+    """An exact ``value`` truncated toward zero, exactly (Spark's cast to a DECIMAL of scale 0 rounds)."""
+    negative = exp.LT(this=value, expression=exp.Literal.number(0))
+    return exp.If(this=negative, true=exp.Ceil(this=value), false=exp.Floor(this=value))
 
 
 def _literal_type(literal: exp.Literal) -> exp.DType:

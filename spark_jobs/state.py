@@ -799,15 +799,18 @@ def _spread(slot: Slot, count: Column, total: Column, squares: Column) -> Column
 
 
 def _floating_result(value: Column, data_type: T.DataType) -> Column:
-    """A DOUBLE result in the argument's type, as Java casts it: integers truncated toward zero and
-    held to the type's range, NaN as 0."""
+    """A DOUBLE result in the argument's type, as Java casts it (Flink's cast of its DOUBLE):
+    truncated toward zero and held to a long's range for a BIGINT, an int's otherwise, NaN as 0; a
+    TINYINT or SMALLINT then keeps the int's low bits (``expressions.java_narrowed`` is the same
+    rule for a CAST in SQL: a VARIANCE of TINYINTs of 857.3 is 89)."""
     if not isinstance(data_type, T.IntegralType):
         return value.cast(data_type)
     bits = {T.ByteType: 8, T.ShortType: 16, T.IntegerType: 32, T.LongType: 64}[type(data_type)]
-    low, high = -(2 ** (bits - 1)), 2 ** (bits - 1) - 1
+    held_bits = 64 if bits == 64 else 32
+    low, high = -(2 ** (held_bits - 1)), 2 ** (held_bits - 1) - 1
     held = F.when(F.isnan(value), F.lit(0)).when(value >= high, F.lit(high)).when(value <= low, F.lit(low)) \
         .otherwise(value.cast("long"))
-    return held.cast(data_type)
+    return (_wrapped(held, bits) if bits < held_bits else held).cast(data_type)
 
 
 def _scale(slot: Slot) -> int:

@@ -32,7 +32,7 @@ from typing import Mapping
 
 from sqlglot import exp
 
-from stategate.analyzer.value_types import MAX_DIGITS, Family
+from stategate.analyzer.families import MAX_DIGITS, Family
 
 
 class Pool(str, Enum):

@@ -47,7 +47,8 @@ from stategate.analyzer.aggregates import (AGGREGATES, FIELDS, TIME_DIGITS, Aggr
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Aggregate, JobModel, WindowAggregate
 from stategate.analyzer.reseed import not_reseedable, reseedable
-from stategate.analyzer.value_types import MAX_DIGITS, Family, exact_type, family, is_integer
+from stategate.analyzer.families import MAX_DIGITS, Family
+from stategate.analyzer.value_types import exact_type, family, is_integer
 
 #: Layout names as recorded beside the state. v1 stored one state row per aggregate (unpivoted);
 #: v2 kept string MIN/MAX fields in every plain slot; v3 gave every slot the fields of every shape.

@@ -35,7 +35,8 @@ from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, Inter
                                       TimeKind, Window, WindowAggregate, WindowOperator, sql_key)
 from stategate.analyzer.scope import time_attribute, window_field_of
 from stategate.analyzer.layout import argument_family
-from stategate.analyzer.value_types import Family, exact_scale, family, is_integer, value_type
+from stategate.analyzer.families import Family
+from stategate.analyzer.value_types import exact_scale, family, is_integer, value_type
 from stategate.analyzer.windows import Session, SharedKind
 
 CONNECTORS = (FILESYSTEM, PRINT, KAFKA)

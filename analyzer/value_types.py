@@ -8,7 +8,6 @@ agree on what each aggregate reads before any engine runs.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from enum import Enum
 from functools import lru_cache
 from typing import Mapping
 
@@ -16,7 +15,9 @@ from sqlglot import exp
 from sqlglot.errors import ParseError
 from sqlglot.optimizer.annotate_types import annotate_types
 
+from stategate.analyzer.aggregates import AGGREGATES
 from stategate.analyzer.dialect import Flink, function_name
+from stategate.analyzer.families import MAX_DIGITS, Family
 from stategate.analyzer.model import JobModel, sql_key
 
 #: Flink's built-in functions that return STRING and that sqlglot cannot type on its own.
@@ -51,12 +52,32 @@ def value_type(model: JobModel, expr: exp.Expr, known: Mapping[str, exp.DataType
     def typed(node: exp.Expr) -> exp.Expr:
         if isinstance(node, exp.Func) and function_name(node) in TEXT_FUNCTIONS:
             return exp.Cast(this=exp.null(), to=_STRING.copy())
+        result = _aggregate_result(model, node, known)
+        if result is not None:
+            return exp.Cast(this=exp.null(), to=result)
         found = known.get(sql_key(node)) if known else None
         if found is None and isinstance(node, exp.Column):
             found = _built(declared.get((node.table, node.name)))
         return node if found is None else exp.Cast(this=exp.null(), to=found.copy())
 
     return annotate_types(expr.copy().transform(typed), dialect=Flink).type or _UNKNOWN.copy()
+
+
+def _aggregate_result(model: JobModel, node: exp.Expr, known: Mapping[str, exp.DataType] | None) -> exp.DataType | None:
+    """Flink's type of an aggregate call's result, from the table of aggregates
+    (:meth:`~analyzer.aggregates.AggregateFunction.result_type`), where sqlglot types it otherwise:
+    an AVG, STDDEV or VARIANCE of INTs is an INT on Flink, a DOUBLE for sqlglot, so over a
+    window's results (a cascade's input, its SELECT list) ``AVG(qty) / 2`` divides integers. None
+    for any other node, and where the table gives no type."""
+    if not isinstance(node, exp.AggFunc):
+        return None
+    function = AGGREGATES.get(function_name(node))
+    if function is None:
+        return None
+    argument = node.this.expressions[0] if isinstance(node.this, exp.Distinct) and node.this.expressions else node.this
+    if argument is None or isinstance(argument, exp.Star):
+        return function.result_type(None)
+    return function.result_type(value_type(model, argument, known))
 
 
 @lru_cache(maxsize=1024)
@@ -71,25 +92,6 @@ def _built(text: str | None) -> exp.DataType | None:
         return None
 
 
-class Family(str, Enum):
-    """A value family, as the state keeps values: exact numbers (integers and decimals, kept as
-    decimals: see :func:`exact_type`), floating point, time and text. The values are the
-    letters a recorded slot shape spells them with (``SUM:m2``)."""
-
-    EXACT = "m"
-    INTEGER = "i"  # never a type's family: the one a SUM, MIN or MAX keeps integers in (a long, as Spark)
-    FLOATING = "d"
-    TIME = "t"
-    TEXT = "s"
-
-    @property
-    def described(self) -> str:
-        """The family as a message names it."""
-        return _DESCRIBED[self]
-
-
-_DESCRIBED = {Family.EXACT: "an exact number", Family.INTEGER: "an integer", Family.FLOATING: "a floating-point number", Family.TIME: "a time",
-              Family.TEXT: "text"}
 _FAMILIES = (
     (Family.EXACT, exp.DataType.INTEGER_TYPES | {exp.DataType.Type.BOOLEAN}
      | (exp.DataType.REAL_TYPES - exp.DataType.FLOAT_TYPES)),
@@ -130,8 +132,6 @@ def exact_type(model: JobModel, expr: exp.Expr) -> tuple[int, int] | None:
     return None
 
 
-#: The most digits a DECIMAL holds, on Flink and on Spark.
-MAX_DIGITS = 38
 #: The decimal digits Spark gives each integer type (``DecimalType.forType``).
 _INTEGER_DIGITS = {exp.DataType.Type.TINYINT: 3, exp.DataType.Type.SMALLINT: 5, exp.DataType.Type.INT: 10,
                    exp.DataType.Type.BIGINT: 20}

@@ -176,6 +176,29 @@ SHAPES = {
                                     f"SUM(c) AS a1\nFROM PerSupplier_{kind}\nGROUP BY window_start, window_end"
            for kind in ("cumulate", "session")},
     }, "exact"),
+    # Aggregates' results typed as Flink types them, downstream of a window: an AVG, STDDEV or
+    # VARIANCE of INTs is an INT, in a cascade's input (over TUMBLE and SESSION windows) and in the
+    # SELECT list's arithmetic.
+    "results_typed": ({
+        "tumble_cascade": "CREATE TEMPORARY VIEW Spread AS\nSELECT supplier_id, window_time, VAR_SAMP(qty) AS v, "
+                          f"AVG(qty) AS a\nFROM TABLE({WINDOWS['tumble']})\n"
+                          "GROUP BY supplier_id, window_start, window_end, window_time;\n"
+                          "SELECT supplier_id, window_start, window_end, MAX(v) + 1 AS a0, SUM(a) * 2 AS a1, "
+                          "AVG(a) AS a2, MIN(v) FILTER (WHERE a > 40) AS a3\n"
+                          "FROM TABLE(TUMBLE(TABLE Spread, DESCRIPTOR(window_time), INTERVAL '30' MINUTES))\n"
+                          "GROUP BY supplier_id, window_start, window_end",
+        "session_cascade": "CREATE TEMPORARY VIEW Sessions AS\nSELECT supplier_id, window_time, COUNT(*) AS c, "
+                           f"VAR_POP(qty) AS v, AVG(qty) AS a\nFROM TABLE({WINDOWS['session']})\n"
+                           "GROUP BY supplier_id, window_start, window_end, window_time;\n"
+                           "SELECT supplier_id, window_start, window_end, SUM(c) AS a0, MAX(v) AS a1, "
+                           "STDDEV_POP(c) AS a2, MIN(a) AS a3\n"
+                           "FROM TABLE(TUMBLE(TABLE Sessions, DESCRIPTOR(window_time), INTERVAL '30' MINUTES))\n"
+                           "GROUP BY supplier_id, window_start, window_end",
+        "select": "SELECT supplier_id, window_start, window_end, AVG(qty) * 2 AS a0, "
+                  "CAST(CAST(AVG(qty) AS DOUBLE) / 2 AS INT) AS a1, STDDEV_POP(qty) + 1 AS a2, "
+                  f"VAR_POP(qty) - AVG(qty) AS a3\nFROM TABLE({WINDOWS['hop']})\n"
+                  "GROUP BY supplier_id, window_start, window_end",
+    }, "double"),
 }
 #: Families over bids whose INTs reach their type's bounds now and then.
 EXTREMES = ("overflow", "downstream")

@@ -39,7 +39,8 @@ from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, Int
                                       branch_column, sql_key)
 from stategate.analyzer.runnable import check_pipeline, declared, sink_types
 from stategate.analyzer.scope import source_column, time_attribute, window_column, window_field_of
-from stategate.analyzer.value_types import Family, Typing
+from stategate.analyzer.families import Family
+from stategate.analyzer.value_types import Typing
 from stategate.spark_jobs import state
 from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler, slices_dir
 from stategate.spark_jobs.connectors import read_stream

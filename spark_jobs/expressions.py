@@ -24,7 +24,8 @@ from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.aggregates import AGGREGATES, Result
 from stategate.analyzer.layout import value_of
 from stategate.analyzer.model import Aggregate, WindowAggregate, sql_key
-from stategate.analyzer.value_types import INTEGER_BITS, Family, Typing
+from stategate.analyzer.families import Family
+from stategate.analyzer.value_types import INTEGER_BITS, Typing
 
 
 #: Operators whose result type depends on their operands' types. Flink types an integer literal as

@@ -57,7 +57,7 @@ from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, ALL_BY_KEY, AGGREGATE
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
-from stategate.analyzer.value_types import MAX_DIGITS, Family
+from stategate.analyzer.families import MAX_DIGITS, Family
 from stategate.spark_jobs import unsafe_rows
 
 #: The internal row count every layout keeps, whatever the query's aggregates: it says which

@@ -10,7 +10,7 @@ from stategate.analyzer.judgement import Deployed, judge
 from stategate.analyzer.aggregates import (ALL_ARRIVED, ARRIVAL_ORDER, COUNTED, EXACT_BY_ORDER, EXACT_SQUARES, EXACT_SUM,
                                            FIRST_ARRIVED, FLOATING_BY_ORDER, INTEGER_BY_ORDER, INTEGER_VALUE,
                                            LAST_ARRIVED, Pool)
-from stategate.analyzer.value_types import Family
+from stategate.analyzer.families import Family
 from stategate.analyzer.layout import (
     GENERIC, LAYOUT_V1, JobLayout, NoRoom, Shape, plan,
 )

@@ -7,9 +7,10 @@ the DataFrame's column names, then sqlglot's own Spark generator: the SQL is not
 Arithmetic over a source's columns and over a window's results goes past its type's range as
 Flink's does, where Spark's fails the query: integers wrap as Java's do (an INT's ``2147483647 + 1``
 is ``-2147483648``, a ``CAST`` of an INT or a DECIMAL to a TINYINT keeps its low 8 bits), a
-fraction ``CAST`` to an INT or a BIGINT is held to its range (to a TINYINT or SMALLINT, an int's
-low bits), and a number ``CAST`` to a DECIMAL too narrow for it is NULL. A record whose arithmetic overflows would otherwise stop a
-job that Flink runs on, every time it restarts.
+floating-point number ``CAST`` to an INT or a BIGINT is held to its range (to a TINYINT or
+SMALLINT, an int's low bits), and a number ``CAST`` to a DECIMAL too narrow for it is NULL. A
+record whose arithmetic overflows would otherwise stop a job that Flink runs on, every time it
+restarts.
 """
 
 from __future__ import annotations
@@ -129,7 +130,7 @@ def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr],
     """``node`` as Flink computes it where its result can pass its type's range: an addition,
     subtraction or multiplication of integers (in the wider operand's type, as Flink types it), a
     negation, a CAST of an integer to a narrower integer type or of a fraction to any integer type
-    (:func:`java_narrowed`; a DECIMAL's truncated, then cut), a CAST of a number to a DECIMAL; its
+    (:func:`_java_narrowed`; a DECIMAL's truncated, then cut), a CAST of a number to a DECIMAL; its
     operands ``translated``. None for any other node.
 
     The result is Spark's own where it stays in range (``try_add``...); past it, the exact result
@@ -163,7 +164,7 @@ def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr],
             floating = _floating(node.this, typing)
             value = translated(node.this)
             fitting = exp.TryCast(this=value, to=node.to.copy(), safe=True)
-            narrowed = java_narrowed(value, target) if floating else _cut(_truncated(value), target)
+            narrowed = _java_narrowed(value, target) if floating else _cut(_truncated(value), target)
             return exp.Coalesce(this=fitting, expressions=[narrowed])
         bits = typing.integer_bits(node.this)
         fits = isinstance(node.this, exp.Literal) and node.this.is_int and -2 ** (target - 1) <= int(node.this.name) < 2 ** (target - 1)
@@ -173,11 +174,12 @@ def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr],
     return None
 
 
-def java_narrowed(value: exp.Expr, bits: int) -> exp.Expr:
-    """A floating-point ``value`` as Java casts it to an integer type of ``bits`` (Flink's CAST, and
-    the integer type of a STDDEV or VARIANCE of integers): truncated toward zero and held to a
-    long's range for a BIGINT, an int's otherwise (NaN is 0); a TINYINT or SMALLINT then keeps the
-    int's low bits, as ``(byte) d`` is ``(byte) (int) d``: 300.9 is 44, 5e9 is -1."""
+def _java_narrowed(value: exp.Expr, bits: int) -> exp.Expr:
+    """A floating-point ``value`` as Java casts it to an integer type of ``bits`` (Flink's CAST):
+    truncated toward zero and held to a long's range for a BIGINT, an int's otherwise (NaN is 0); a
+    TINYINT or SMALLINT then keeps the int's low bits, as ``(byte) d`` is ``(byte) (int) d``: 300.9
+    is 44, 5e9 is -1. (``state._floating_result`` narrows a STDDEV's result by the same rule, on
+    columns.)"""
     held_bits = 64 if bits == 64 else 32
     low, high = -(2 ** (held_bits - 1)), 2 ** (held_bits - 1) - 1
     held = exp.Case(ifs=[exp.If(this=exp.Anonymous(this="isnan", expressions=[value]), true=exp.Literal.number(0)),

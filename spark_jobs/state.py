@@ -801,8 +801,8 @@ def _spread(slot: Slot, count: Column, total: Column, squares: Column) -> Column
 def _floating_result(value: Column, data_type: T.DataType) -> Column:
     """A DOUBLE result in the argument's type, as Java casts it (Flink's cast of its DOUBLE):
     truncated toward zero and held to a long's range for a BIGINT, an int's otherwise, NaN as 0; a
-    TINYINT or SMALLINT then keeps the int's low bits (``expressions.java_narrowed`` is the same
-    rule for a CAST in SQL: a VARIANCE of TINYINTs of 857.3 is 89)."""
+    TINYINT or SMALLINT then keeps the int's low bits: a VARIANCE of TINYINTs of 857.3 is 89. (A
+    CAST in SQL narrows by the same rule: ``expressions._java_narrowed``.)"""
     if not isinstance(data_type, T.IntegralType):
         return value.cast(data_type)
     bits = {T.ByteType: 8, T.ShortType: 16, T.IntegerType: 32, T.LongType: 64}[type(data_type)]

@@ -242,6 +242,9 @@ class Result(Enum):
 _OWN_TYPED = frozenset({Result.SUM, Result.MIN, Result.MAX, Result.MEAN, Result.FIRST, Result.LAST, Result.VAR_POP,
                         Result.VAR_SAMP, Result.STDDEV_POP, Result.STDDEV_SAMP})
 #: The results in which a DECIMAL argument widens to 38 digits.
+#: The results that are collections of their argument's values, by the type each is (sqlglot reads
+#: Flink's MULTISET as a LIST).
+_COLLECTIONS = {Result.ARRAY: exp.DataType.Type.ARRAY, Result.MULTISET: exp.DataType.Type.LIST}
 _WIDENED = frozenset({Result.SUM, Result.MEAN, Result.VAR_POP, Result.VAR_SAMP, Result.STDDEV_POP, Result.STDDEV_SAMP})
 
 
@@ -343,11 +346,16 @@ class AggregateFunction:
         where that is a number or the argument's own type: a count is a BIGINT; a SUM, an AVG and
         a STDDEV or VARIANCE of integers are of their type, as are a MIN, MAX, FIRST_VALUE or
         LAST_VALUE of anything; a SUM of DECIMAL(p, s) is a DECIMAL(38, s), an AVG, STDDEV or
-        VARIANCE one with at least 6 digits of scale. None for the others (lists, arrays, maps,
-        JSON) and wherever the argument's type cannot be told."""
+        VARIANCE one with at least 6 digits of scale; an ARRAY_AGG an ARRAY and a COLLECT a
+        MULTISET of the argument's type. None for the others (text lists, JSON) and wherever the
+        argument's type cannot be told."""
         if self.result in (Result.COUNT, Result.ESTIMATE):
             return exp.DataType.build("BIGINT")
-        if argument is None or argument.this == exp.DataType.Type.UNKNOWN or self.result not in _OWN_TYPED:
+        if argument is None or argument.this == exp.DataType.Type.UNKNOWN:
+            return None
+        if self.result in _COLLECTIONS:
+            return exp.DataType(this=_COLLECTIONS[self.result], expressions=[argument.copy()], nested=True)
+        if self.result not in _OWN_TYPED:
             return None
         if argument.this != exp.DataType.Type.DECIMAL or self.result not in _WIDENED:
             return argument

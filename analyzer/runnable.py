@@ -127,7 +127,11 @@ TIME_AS_TEXT = ("Flink writes a time's fraction of a second as its type has it (
                 "a zero one: write DATE_FORMAT(t, 'yyyy-MM-dd HH:mm:ss.SSS')")
 BOOLEAN_AS_TEXT = ("Flink writes a BOOLEAN as TRUE or FALSE and Spark in lower case: write "
                    "CASE WHEN b THEN 'TRUE' WHEN NOT b THEN 'FALSE' END")
+COLLECTION_AS_TEXT = ("Flink writes an ARRAY as text with NULL in capitals ([1, NULL]), a MULTISET in its hash "
+                      "map's order, and Spark otherwise: keep the ARRAY or MULTISET, or aggregate the values as "
+                      "text and write '[' || ARRAY_JOIN(ARRAY_AGG(CAST(x AS STRING)), ', ', 'NULL') || ']'")
 _TIMES = (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPLTZ, exp.DataType.Type.TIMESTAMPTZ)
+_COLLECTIONS = (exp.DataType.Type.ARRAY, exp.DataType.Type.LIST, exp.DataType.Type.MAP)
 
 
 def _check_expressions(model: JobModel, pipeline: Pipeline) -> None:
@@ -135,7 +139,7 @@ def _check_expressions(model: JobModel, pipeline: Pipeline) -> None:
     SQL is what the engine runs them as): a division of integers, which Flink makes an integer
     (7 / 2 = 3) and Spark a fraction; a time cast to text, whose fraction of a second Flink always
     writes (``08:01:00.000``) and Spark drops where it is zero; a BOOLEAN cast to text (``TRUE``
-    against ``true``)."""
+    against ``true``); an ARRAY or a MULTISET cast to text (``[1, NULL]`` against ``[1, null]``)."""
     resolved: list[Resolved | None] = [o.value for o in pipeline.outputs]
     for stage in pipeline.stages():
         resolved += [*(a for agg in stage.aggregates for a in agg.args), *(agg.filter for agg in stage.aggregates),
@@ -156,6 +160,8 @@ def _check_expression(model: JobModel, node: exp.Expr) -> None:
             raise SQLModelError(f"{written}: {TIME_AS_TEXT}", line=line, col=col)
         if cast_from is exp.DataType.Type.BOOLEAN:
             raise SQLModelError(f"{written}: {BOOLEAN_AS_TEXT}", line=line, col=col)
+        if cast_from in _COLLECTIONS:
+            raise SQLModelError(f"{written}: {COLLECTION_AS_TEXT}", line=line, col=col)
 
 
 def _check_tables(model: JobModel, pipeline: Pipeline) -> None:

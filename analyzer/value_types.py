@@ -69,12 +69,16 @@ def _aggregate_result(model: JobModel, node: exp.Expr, known: Mapping[str, exp.D
     an AVG, STDDEV or VARIANCE of INTs is an INT on Flink, a DOUBLE for sqlglot, so over a
     window's results (a cascade's input, its SELECT list) ``AVG(qty) / 2`` divides integers. None
     for any other node, and where the table gives no type."""
-    if not isinstance(node, exp.AggFunc):
+    if not isinstance(node, (exp.AggFunc, exp.Anonymous)):
         return None
     function = AGGREGATES.get(function_name(node))
     if function is None:
         return None
-    argument = node.this.expressions[0] if isinstance(node.this, exp.Distinct) and node.this.expressions else node.this
+    # sqlglot's own aggregates hold their argument as ``this``; one it does not know (COLLECT), as
+    # its first expression.
+    argument = node.this if isinstance(node, exp.AggFunc) else next(iter(node.expressions), None)
+    if isinstance(argument, exp.Distinct):
+        argument = next(iter(argument.expressions), None)
     if argument is None or isinstance(argument, exp.Star):
         return function.result_type(None)
     return function.result_type(value_type(model, argument, known))

@@ -131,7 +131,8 @@ COLLECTION_AS_TEXT = ("Flink writes an ARRAY as text with NULL in capitals ([1, 
                       "map's order, and Spark otherwise: keep the ARRAY or MULTISET, or aggregate the values as "
                       "text and write '[' || ARRAY_JOIN(ARRAY_AGG(CAST(x AS STRING)), ', ', 'NULL') || ']'")
 _TIMES = (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPLTZ, exp.DataType.Type.TIMESTAMPTZ)
-_COLLECTIONS = (exp.DataType.Type.ARRAY, exp.DataType.Type.LIST, exp.DataType.Type.MAP)
+#: The types of collections, which Flink and Spark write as text differently (a MULTISET is a LIST to sqlglot).
+_COLLECTION_TYPES = (exp.DataType.Type.ARRAY, exp.DataType.Type.LIST, exp.DataType.Type.MAP)
 
 
 def _check_expressions(model: JobModel, pipeline: Pipeline) -> None:
@@ -160,7 +161,7 @@ def _check_expression(model: JobModel, node: exp.Expr) -> None:
             raise SQLModelError(f"{written}: {TIME_AS_TEXT}", line=line, col=col)
         if cast_from is exp.DataType.Type.BOOLEAN:
             raise SQLModelError(f"{written}: {BOOLEAN_AS_TEXT}", line=line, col=col)
-        if cast_from in _COLLECTIONS:
+        if cast_from in _COLLECTION_TYPES:
             raise SQLModelError(f"{written}: {COLLECTION_AS_TEXT}", line=line, col=col)
 
 

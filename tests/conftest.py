@@ -3,38 +3,32 @@
 from __future__ import annotations
 
 import os
+import shutil
 import sys
-from collections.abc import Iterator
-from contextlib import contextmanager
+import tempfile
+from pathlib import Path
 
 import pytest
 
+from tests.jvm import SHORT_LIVED, add_option, long_lived_jvm, share_job_classes
+
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+add_option(SHORT_LIVED)
 
-#: Every JVM a test starts in a process of its own (a job run as a module, spark-submit from Airflow,
-#: the standalone cluster and the executors it launches) lives for seconds to a few minutes: it
-#: exits before the JIT's optimising tier pays for its compiles. Without that tier such a test uses
-#: about 40% less CPU (test_always_on: 632 against 356 CPU-seconds, 357 against 248 s), and on two
-#: cores the suite is bound by CPU. It changes how fast code runs, never what it computes.
-SHORT_LIVED_JVM = ("JAVA_TOOL_OPTIONS", "-XX:TieredStopAtLevel=1")
-os.environ[SHORT_LIVED_JVM[0]] = f"{os.environ.get(SHORT_LIVED_JVM[0], '')} {SHORT_LIVED_JVM[1]}".strip()
+TESTS = Path(__file__).resolve().parent
+#: Where the tests that start JVMs of their own live: a session holding one of them shares a job's
+#: classes between its JVMs (tests.jvm), a session of analyzer tests starts no JVM.
+JVM_TESTS = (TESTS / "spark_jobs", TESTS / "provider")
+SHARED_CLASSES = Path(tempfile.mkdtemp(prefix="stategate-jvm-classes-"))
 
 
-@contextmanager
-def long_lived_jvm() -> Iterator[None]:
-    """The JVM started inside this block keeps the optimising tier: the session's, which runs every
-    in-process test, went 18% slower without it
-    (test_flink_equality: 208 against 176 s)."""
-    name, option = SHORT_LIVED_JVM
-    inherited = os.environ[name]
-    if own := inherited.replace(option, "").strip():
-        os.environ[name] = own
-    else:
-        del os.environ[name]
-    try:
-        yield
-    finally:
-        os.environ[name] = inherited
+def pytest_collection_finish(session: pytest.Session) -> None:
+    if any(item.path.is_relative_to(folder) for item in session.items for folder in JVM_TESTS):
+        share_job_classes(SHARED_CLASSES)
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    shutil.rmtree(SHARED_CLASSES, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

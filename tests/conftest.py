@@ -10,24 +10,39 @@ from pathlib import Path
 
 import pytest
 
-from tests.jvm import SHORT_LIVED, add_option, long_lived_jvm, share_job_classes
+from tests.jvm import SHORT_LIVED, JobClasses, add_option, long_lived_jvm
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 add_option(SHORT_LIVED)
 
 TESTS = Path(__file__).resolve().parent
-#: Where the tests that start JVMs of their own live: a session holding one of them shares a job's
-#: classes between its JVMs (tests.jvm), a session of analyzer tests starts no JVM.
+#: Where the tests that start JVMs of their own live: a session holding one of them writes a job's
+#: classes for its JVMs to share (tests.jvm) while the others run; a session of analyzer tests
+#: starts no JVM.
 JVM_TESTS = (TESTS / "spark_jobs", TESTS / "provider")
 SHARED_CLASSES = Path(tempfile.mkdtemp(prefix="stategate-jvm-classes-"))
+job_classes: JobClasses | None = None
+
+
+def starts_jvms(item: pytest.Item) -> bool:
+    return any(item.path.is_relative_to(folder) for folder in JVM_TESTS)
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    if any(item.path.is_relative_to(folder) for item in session.items for folder in JVM_TESTS):
-        share_job_classes(SHARED_CLASSES)
+    global job_classes
+    if any(starts_jvms(item) for item in session.items):
+        job_classes = JobClasses(SHARED_CLASSES)
+
+
+@pytest.hookimpl(tryfirst=True)  # before the test's fixtures start a session or a cluster
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    if job_classes is not None and starts_jvms(item):
+        job_classes.share()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if job_classes is not None:
+        job_classes.stop()
     shutil.rmtree(SHARED_CLASSES, ignore_errors=True)
 
 

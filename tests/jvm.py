@@ -49,25 +49,45 @@ def long_lived_jvm() -> Iterator[None]:
         os.environ[OPTIONS] = inherited
 
 
-def share_job_classes(work: Path) -> bool:
-    """Run one small TUMBLE job as its own process, writing at its exit the archive of the classes
-    it loaded (streaming, the state store, CSV and parquet, code generation), and have every JVM
-    started after map it. False, and nothing changed, if the archive could not be written."""
-    from tests.spark_jobs.helpers import bid_ddl, seed_bids
+class JobClasses:
+    """The archive of the classes a stategate job loads (streaming, the state store, CSV and parquet,
+    code generation), written in the background: one small TUMBLE job, run as its own process,
+    writes it when it exits, while the tests that start no JVM run on the other core."""
 
-    archive, script = work / "classes.jsa", work / "job.sql"
-    script.write_text(
-        bid_ddl(seed_bids(work))
-        + f"CREATE TABLE Totals (window_start TIMESTAMP(3), window_end TIMESTAMP(3), supplier_id STRING, "
-          f"bids BIGINT, total DECIMAL(38, 2)) WITH ('connector' = 'filesystem', 'path' = '{work / 'totals'}', "
-          "'format' = 'parquet');\n"
-          "INSERT INTO Totals SELECT window_start, window_end, supplier_id, COUNT(*), SUM(price)\n"
-          "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
-          "GROUP BY supplier_id, window_start, window_end;\n")
-    env = {**os.environ, OPTIONS: f"{os.environ.get(OPTIONS, '')} -XX:ArchiveClassesAtExit={archive} {QUIET_ARCHIVE}"}
-    done = subprocess.run([sys.executable, "-m", "stategate.spark_jobs", "run", "--sql", str(script),
-                           "--checkpoint", str(work / "checkpoint")], env=env, capture_output=True, timeout=600)
-    if done.returncode != 0 or not archive.is_file():
-        return False
-    add_option(f"-XX:SharedArchiveFile={archive} {QUIET_ARCHIVE}")
-    return True
+    def __init__(self, work: Path) -> None:
+        from tests.spark_jobs.helpers import bid_ddl, seed_bids
+
+        self.archive, script = work / "classes.jsa", work / "job.sql"
+        script.write_text(
+            bid_ddl(seed_bids(work))
+            + "CREATE TABLE Totals (window_start TIMESTAMP(3), window_end TIMESTAMP(3), supplier_id STRING, "
+              f"bids BIGINT, total DECIMAL(38, 2)) WITH ('connector' = 'filesystem', 'path' = '{work / 'totals'}', "
+              "'format' = 'parquet');\n"
+              "INSERT INTO Totals SELECT window_start, window_end, supplier_id, COUNT(*), SUM(price)\n"
+              "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
+              "GROUP BY supplier_id, window_start, window_end;\n")
+        options = f"{os.environ.get(OPTIONS, '')} -XX:ArchiveClassesAtExit={self.archive} {QUIET_ARCHIVE}"
+        self._writer: subprocess.Popen | None = subprocess.Popen(
+            [sys.executable, "-m", "stategate.spark_jobs", "run", "--sql", str(script),
+             "--checkpoint", str(work / "checkpoint")], env={**os.environ, OPTIONS: options},
+            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+
+    def share(self) -> None:
+        """Wait for the archive (the first call only): every JVM started after maps it. If it could
+        not be written, nothing changes."""
+        if self._writer is None:
+            return
+        writer, self._writer = self._writer, None
+        try:
+            written = writer.wait(timeout=600) == 0 and self.archive.is_file()
+        except subprocess.TimeoutExpired:
+            writer.kill()
+            written = False
+        if written:
+            add_option(f"-XX:SharedArchiveFile={self.archive} {QUIET_ARCHIVE}")
+
+    def stop(self) -> None:
+        """End the writing job if the session ends before a test needed the archive."""
+        if self._writer is not None:
+            self._writer.kill()
+            self._writer.wait()

@@ -3,9 +3,7 @@
 from __future__ import annotations
 
 import os
-import shutil
 import sys
-import tempfile
 from pathlib import Path
 
 import pytest
@@ -20,7 +18,6 @@ TESTS = Path(__file__).resolve().parent
 #: classes for its JVMs to share (tests.jvm) while the others run; a session of analyzer tests
 #: starts no JVM.
 JVM_TESTS = (TESTS / "spark_jobs", TESTS / "provider")
-SHARED_CLASSES = Path(tempfile.mkdtemp(prefix="stategate-jvm-classes-"))
 job_classes: JobClasses | None = None
 
 
@@ -31,7 +28,7 @@ def starts_jvms(item: pytest.Item) -> bool:
 def pytest_collection_finish(session: pytest.Session) -> None:
     global job_classes
     if any(starts_jvms(item) for item in session.items):
-        job_classes = JobClasses(SHARED_CLASSES)
+        job_classes = JobClasses()
 
 
 @pytest.hookimpl(tryfirst=True)  # before the test's fixtures start a session or a cluster
@@ -43,7 +40,6 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if job_classes is not None:
         job_classes.stop()
-    shutil.rmtree(SHARED_CLASSES, ignore_errors=True)
 
 
 @pytest.fixture(scope="session")

@@ -19,8 +19,10 @@ two cores the suite is bound by CPU. Two JVM options, passed to each through ``J
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -31,9 +33,14 @@ SHORT_LIVED = "-XX:TieredStopAtLevel=1"
 QUIET_ARCHIVE = "-Xlog:cds=off,cds+dynamic=off"
 
 
+def with_option(option: str) -> str:
+    """The JVM options every JVM started now gets, and ``option``."""
+    return f"{os.environ.get(OPTIONS, '')} {option}".strip()
+
+
 def add_option(option: str) -> None:
     """Pass ``option`` to every JVM started from now on."""
-    os.environ[OPTIONS] = f"{os.environ.get(OPTIONS, '')} {option}".strip()
+    os.environ[OPTIONS] = with_option(option)
 
 
 @contextmanager
@@ -56,9 +63,10 @@ class JobClasses:
     code generation), written in the background: one small TUMBLE job, run as its own process,
     writes it when it exits, while the tests that start no JVM run on the other core."""
 
-    def __init__(self, work: Path) -> None:
+    def __init__(self) -> None:
         from tests.spark_jobs.helpers import bid_ddl, seed_bids
 
+        self.work = work = Path(tempfile.mkdtemp(prefix="stategate-jvm-classes-"))
         self.archive, script = work / "classes.jsa", work / "job.sql"
         script.write_text(
             bid_ddl(seed_bids(work))
@@ -68,11 +76,11 @@ class JobClasses:
               "INSERT INTO Totals SELECT window_start, window_end, supplier_id, COUNT(*), SUM(price)\n"
               "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
               "GROUP BY supplier_id, window_start, window_end;\n")
-        options = f"{os.environ.get(OPTIONS, '')} -XX:ArchiveClassesAtExit={self.archive} {QUIET_ARCHIVE}"
+        options = with_option(f"-XX:ArchiveClassesAtExit={self.archive} {QUIET_ARCHIVE}")
         self._writer: subprocess.Popen | None = subprocess.Popen(
             [sys.executable, "-m", "stategate.spark_jobs", "run", "--sql", str(script),
              "--checkpoint", str(work / "checkpoint")], env={**os.environ, OPTIONS: options},
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+            stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
 
     def share(self) -> None:
         """Wait for the archive (the first call only): every JVM started after maps it. If it could
@@ -81,7 +89,10 @@ class JobClasses:
             return
         writer, self._writer = self._writer, None
         try:
-            written = writer.wait(timeout=600) == 0 and self.archive.is_file()
+            # Until its output ends, not only the job: the job's JVM holds the pipe while it
+            # writes the archive, after the Python process has exited.
+            writer.communicate(timeout=600)
+            written = writer.returncode == 0 and self.archive.is_file()
         except subprocess.TimeoutExpired:
             writer.kill()
             written = False
@@ -89,7 +100,8 @@ class JobClasses:
             add_option(f"-XX:SharedArchiveFile={self.archive} {QUIET_ARCHIVE}")
 
     def stop(self) -> None:
-        """End the writing job if the session ends before a test needed the archive."""
+        """At the session's end: end the writing job if no test needed the archive, and remove it."""
         if self._writer is not None:
             self._writer.kill()
             self._writer.wait()
+        shutil.rmtree(self.work, ignore_errors=True)

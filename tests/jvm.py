@@ -11,7 +11,7 @@ two cores the suite is bound by CPU. Two JVM options, passed to each through ``J
   archive, written when one small job the session runs first exits) instead of read, verified and
   parsed from Spark's jars again by every JVM: a small job run as a module took 12.8-13.7 s
   without it and 7.5-9.7 s with it (three runs each, alternating); the whole suite 1,837 s
-  without it and 1,467-1,469 s with it (test_always_on 229 against 123-157 s). A JVM that cannot
+  without it and 1,469 s with it (test_always_on 229 against 157 s). A JVM that cannot
   map it (another JDK, another class path) loads its classes as before; the archive's warnings
   are off.
 """

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.jvm import SHORT_LIVED, JobClasses, add_option, long_lived_jvm
+from tests.wheel import WheelEnvironment
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
 add_option(SHORT_LIVED)
@@ -18,7 +19,10 @@ TESTS = Path(__file__).resolve().parent
 #: classes for its JVMs to share (tests.jvm) while the others run; a session of analyzer tests
 #: starts no JVM.
 JVM_TESTS = (TESTS / "spark_jobs", TESTS / "provider")
+#: The tests of the installed distribution, whose environment is built from the session's start.
+PACKAGING_TESTS = TESTS / "test_packaging.py"
 job_classes: JobClasses | None = None
+wheel_environment: WheelEnvironment | None = None
 
 
 def starts_jvms(item: pytest.Item) -> bool:
@@ -26,9 +30,11 @@ def starts_jvms(item: pytest.Item) -> bool:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    global job_classes
+    global job_classes, wheel_environment
     if any(starts_jvms(item) for item in session.items):
         job_classes = JobClasses()
+    if any(item.path == PACKAGING_TESTS for item in session.items):
+        wheel_environment = WheelEnvironment()
 
 
 @pytest.hookimpl(tryfirst=True)  # before the test's fixtures start a session or a cluster
@@ -40,6 +46,8 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     if job_classes is not None:
         job_classes.stop()
+    if wheel_environment is not None:
+        wheel_environment.remove()
 
 
 @pytest.fixture(scope="session")
@@ -50,6 +58,13 @@ def spark():
         session = get_session("stategate-tests", master="local[2]")
     yield session
     session.stop()
+
+
+@pytest.fixture(scope="session")
+def installed_wheel() -> Path:
+    """A fresh virtual environment holding the project's wheel and its pinned dependencies."""
+    assert wheel_environment is not None, "built for every session that collects the packaging tests"
+    return wheel_environment.wait()
 
 
 @pytest.fixture(scope="session")

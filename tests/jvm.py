@@ -2,11 +2,15 @@
 
 Every JVM a test starts in a process of its own (a job run as a module, spark-submit from Airflow,
 the standalone cluster and the executors it launches) lives for seconds to a few minutes, and on
-two cores the suite is bound by CPU. Two JVM options, passed to each through ``JAVA_TOOL_OPTIONS``:
+two cores the suite is bound by CPU. Three JVM options, passed to each through ``JAVA_TOOL_OPTIONS``:
 
 * no optimising JIT tier: such a JVM exits before that tier pays for its compiles (test_always_on:
   632 against 356 CPU-seconds, 357 against 248 s). The session's own JVM, which runs every
   in-process test, keeps it (:func:`long_lived_jvm`).
+* the serial garbage collector: on two cores G1's concurrent threads compete with the JVM's own
+  work, and a short-lived JVM's heap is small (test_lifecycle and test_crash: 161 s with G1, 147 s
+  with it). The session's JVM keeps G1, where it made no difference (test_flink_equality: 173
+  against 172 s).
 * the classes a stategate job loads, mapped from one class-data-sharing archive (the JDK's dynamic
   archive, written when one small job the session runs first exits) instead of read, verified and
   parsed from Spark's jars again by every JVM: a small job run as a module took 12.8-13.7 s
@@ -28,7 +32,7 @@ from contextlib import contextmanager
 from pathlib import Path
 
 OPTIONS = "JAVA_TOOL_OPTIONS"
-SHORT_LIVED = "-XX:TieredStopAtLevel=1"
+SHORT_LIVED = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC"
 #: The archive's own log lines (a JVM that cannot map it says so on stderr, which tests read).
 QUIET_ARCHIVE = "-Xlog:cds=off,cds+dynamic=off"
 
@@ -45,8 +49,8 @@ def add_option(option: str) -> None:
 
 @contextmanager
 def long_lived_jvm() -> Iterator[None]:
-    """The JVM started inside this block keeps the optimising tier: the session's went 18% slower
-    without it (test_flink_equality: 208 against 176 s)."""
+    """The JVM started inside this block keeps the optimising tier (the session's went 18% slower
+    without it, test_flink_equality: 208 against 176 s) and the default collector."""
     inherited = os.environ[OPTIONS]
     if own := inherited.replace(SHORT_LIVED, "").strip():
         os.environ[OPTIONS] = own

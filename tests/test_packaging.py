@@ -8,37 +8,15 @@ must discover the provider through its entry point, and the example DAG must imp
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
-import pytest
+from tests.wheel import ROOT, run
 
-ROOT = Path(__file__).resolve().parents[1]
 DIST = "airflow-provider-stategate"
 
 
-@pytest.fixture(scope="module")
-def venv(tmp_path_factory) -> Path:
-    """A new virtual environment holding the project's wheel and its pinned dependencies."""
-    work = tmp_path_factory.mktemp("wheel")
-    run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--wheel-dir", str(work / "dist"), str(ROOT)])
-    (wheel,) = (work / "dist").glob("*.whl")
-    run([sys.executable, "-m", "venv", str(work / "venv")])
-    # No byte-compiling of the dependencies (tens of thousands of files): the test imports a few of them.
-    run([str(work / "venv" / "bin" / "pip"), "install", "--quiet", "--no-compile", "-c", str(ROOT / "constraints.txt"),
-         str(wheel)])
-    return work / "venv"
-
-
-def run(command: list[str], **kwargs) -> str:
-    done = subprocess.run(command, capture_output=True, text=True, timeout=900, **kwargs)
-    assert done.returncode == 0, f"{' '.join(command)} failed:\n{done.stdout[-2000:]}\n{done.stderr[-2000:]}"
-    return done.stdout
-
-
-def test_every_installed_file_is_in_the_stategate_namespace(venv: Path) -> None:
-    shown = run([str(venv / "bin" / "pip"), "show", "--files", DIST])
+def test_every_installed_file_is_in_the_stategate_namespace(installed_wheel: Path) -> None:
+    shown = run([str(installed_wheel / "bin" / "pip"), "show", "--files", DIST])
     files = [line.strip() for line in shown.split("Files:", 1)[1].splitlines() if line.strip()]
     modules = [f for f in files if f.endswith(".py")]
     assert "stategate/analyzer/compare.py" in modules and "stategate/provider/operators/gate.py" in modules
@@ -48,22 +26,22 @@ def test_every_installed_file_is_in_the_stategate_namespace(venv: Path) -> None:
     assert outside == []
 
 
-def test_airflow_discovers_the_provider_and_the_example_dag_imports(venv: Path, tmp_path: Path) -> None:
-    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path), "PATH": f"{venv / 'bin'}:{os.environ['PATH']}"}
+def test_airflow_discovers_the_provider_and_the_example_dag_imports(installed_wheel: Path, tmp_path: Path) -> None:
+    env = {**os.environ, "AIRFLOW_HOME": str(tmp_path), "PATH": f"{installed_wheel / 'bin'}:{os.environ['PATH']}"}
     env.pop("PYTHONPATH", None)
-    listed = run([str(venv / "bin" / "airflow"), "providers", "list"], env=env, cwd=tmp_path)
+    listed = run([str(installed_wheel / "bin" / "airflow"), "providers", "list"], env=env, cwd=tmp_path)
     assert DIST in listed
     dag = ROOT / "dags" / "stategate_redeploy.py"
-    imported = run([str(venv / "bin" / "python"), "-c",
+    imported = run([str(installed_wheel / "bin" / "python"), "-c",
                     f"import runpy; print(sorted(runpy.run_path({str(dag)!r})['stategate_bids'].task_ids))"],
                    env=env, cwd=tmp_path)
     assert "'gate'" in imported.strip().splitlines()[-1], "the example fleet's job has its DAG"
 
 
-def test_the_console_script_gives_the_verdict(venv: Path, tmp_path: Path) -> None:
+def test_the_console_script_gives_the_verdict(installed_wheel: Path, tmp_path: Path) -> None:
     query = ("SELECT a, sum(b), {}(c)\nFROM TABLE(TUMBLE(TABLE MyTable, DESCRIPTOR(ts), INTERVAL '1' MINUTE))\n"
              "GROUP BY a, window_start, window_end;\n")
     (tmp_path / "old.sql").write_text(query.format("max"))
     (tmp_path / "new.sql").write_text(query.format("min"))
-    report = run([str(venv / "bin" / "stategate"), "check", "old.sql", "new.sql"], cwd=tmp_path)
+    report = run([str(installed_wheel / "bin" / "stategate"), "check", "old.sql", "new.sql"], cwd=tmp_path)
     assert report.startswith("Verdict: PARTIAL")

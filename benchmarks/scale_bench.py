@@ -65,7 +65,7 @@ CASES = [
 ]
 
 
-def cases(tops: Sequence[str] = ("MAX",)) -> list[Case]:
+def cases(tops: Sequence[str]) -> list[Case]:
     """Every case once per third aggregate in ``tops``, named after it but for MAX."""
     return [case if top == "MAX" else replace(case, name=f"{case.name} {top}", top=top) for top in tops for case in CASES]
 

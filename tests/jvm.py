@@ -7,12 +7,11 @@ two cores the suite is bound by CPU. Three JVM options, passed to each through `
 * no optimising JIT tier: such a JVM exits before that tier pays for its compiles (test_always_on:
   632 against 356 CPU-seconds, 357 against 248 s). The session's own JVM, which runs every
   in-process test, keeps it (:func:`long_lived_jvm`).
-* the serial garbage collector: on two cores G1's concurrent threads compete with the JVM's own
-  work, and a short-lived JVM's heap is small (test_lifecycle and test_crash: 161 s with G1, 147 s
-  with it). The session's JVM keeps G1, where it made no difference (test_flink_equality: 173
-  against 172 s). With this and the packaging tests' environment built in the background
-  (tests.wheel), the whole suite took 1,493 s against 1,654 s the same day (test_always_on 162
-  against 123 s).
+* the serial garbage collector, for a short-lived JVM's small heap (measured, not profiled:
+  test_lifecycle and test_crash 161 s with G1, 147 s with it, one run each). The session's JVM
+  keeps G1, where it made no difference (test_flink_equality: 173 against 172 s). With this and
+  the packaging tests' environment built in the background (:mod:`tests.wheel`), the whole suite
+  took 1,493 s against 1,654 s the same day (test_always_on 162 against 123 s).
 * the classes a stategate job loads, mapped from one class-data-sharing archive (the JDK's dynamic
   archive, written when one small job the session runs first exits) instead of read, verified and
   parsed from Spark's jars again by every JVM: a small job run as a module took 12.8-13.7 s

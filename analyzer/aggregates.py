@@ -147,7 +147,14 @@ ARRIVAL_ORDER = Field("ao", ARRIVAL_ORDER_TYPE, "min", Pool.TEXT, generic=False)
 EXACT_BY_ORDER = Field("ax", "decimal", FIRST_BY_ORDER, Pool.TEXT, generic=False)
 INTEGER_BY_ORDER = Field("ai", "bigint", FIRST_BY_ORDER, Pool.TEXT, generic=False)
 FLOATING_BY_ORDER = Field("ad", "double", FIRST_BY_ORDER, Pool.TEXT, generic=False)
-ALL_ARRIVED = Field("al", ARRIVED, "collect_list", Pool.TEXT, generic=False)  # the list of them
+#: Every value with its arrival, in layouts recorded before :data:`ALL_ORDERED` (``StageLayout.ordered_lists``).
+ALL_ARRIVED = Field("al", ARRIVED, "collect_list", Pool.TEXT, generic=False)
+#: A value kept with its arrival as the two halves of :data:`ARRIVAL_ORDER`'s digits, each a long
+#: (``h`` its higher 18, ``l`` its lower 18), ordered by them first: in Spark's row format 40 bytes
+#: with a short text, where :data:`ARRIVED`'s nested struct takes 64. Every value of a list is one.
+ORDERED = "struct<h:bigint,l:bigint,v:string>"
+#: Every value with its arrival (LISTAGG, ARRAY_AGG, JSON_ARRAYAGG, LAST_VALUE with DISTINCT).
+ALL_ORDERED = Field("ar", ORDERED, "collect_list", Pool.TEXT, generic=False)
 VALUE_LIST = Field("cl", "string", "collect_list", Pool.TEXT, generic=False)  # every value, as text, in no order
 #: A value kept with its key, both as text (JSON_OBJECTAGG's), and the list of them, in no order.
 KEYED = "struct<k:string,v:string>"
@@ -159,7 +166,7 @@ SKETCH = Field("h", "binary", "hll_sketch_agg", Pool.TEXT, generic=False, carrie
 #: Every kind of field, in the order a slot's fields stand in the buffer.
 FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, INTEGER_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES,
           FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED, VALUE_LIST, KEYED_LIST, SKETCH, ARRIVAL_ORDER, EXACT_BY_ORDER,
-          INTEGER_BY_ORDER, FLOATING_BY_ORDER)
+          INTEGER_BY_ORDER, FLOATING_BY_ORDER, ALL_ORDERED)
 
 #: How a field is filled from input rows: an aggregate function of the row's value, of its square
 #: (``sum_squares``), or of the value with its arrival (the earliest, the latest, all of them).
@@ -415,16 +422,16 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     # LAST_VALUE(DISTINCT) is the value whose first arrival is the latest (of 9, 3, 5, 9: 5), which
     # the latest arrival alone cannot tell: it keeps every value with its arrival.
     _by_arrival("FIRST_VALUE", "min", Result.FIRST),
-    _by_arrival("LAST_VALUE", "max", Result.LAST, distinct_state=((ALL_ARRIVED, ALL_BY_ARRIVAL),)),
-    AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.LIST, literal=SEPARATOR,
+    _by_arrival("LAST_VALUE", "max", Result.LAST, distinct_state=((ALL_ORDERED, ALL_BY_ARRIVAL),)),
+    AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ORDERED, ALL_BY_ARRIVAL),)}, Result.LIST, literal=SEPARATOR,
                       distinct=Distinct.FIRST_ARRIVALS),
-    AggregateFunction("ARRAY_AGG", {None: ((ALL_ARRIVED, ALL_BY_ARRIVAL),)}, Result.ARRAY,
+    AggregateFunction("ARRAY_AGG", {None: ((ALL_ORDERED, ALL_BY_ARRIVAL),)}, Result.ARRAY,
                       distinct=Distinct.FIRST_ARRIVALS, keeps_nulls=True, null_switch=IGNORE_NULLS),
     # DISTINCT: the set of its values, each counted once.
     AggregateFunction("COLLECT", {None: ((VALUE_LIST, "collect_list"),)}, Result.MULTISET),
     # Times and floating point are left out: Flink and Spark write them in JSON differently (a
     # DOUBLE: 0.000102 against 1.02E-4).
-    AggregateFunction("JSON_ARRAYAGG", {f: ((ALL_ARRIVED, ALL_BY_ARRIVAL),) for f in (Family.EXACT, Family.TEXT)},
+    AggregateFunction("JSON_ARRAYAGG", {f: ((ALL_ORDERED, ALL_BY_ARRIVAL),) for f in (Family.EXACT, Family.TEXT)},
                       Result.JSON_ARRAY, distinct=Distinct.REFUSED, null_switch=NULL_ON_NULL),
     AggregateFunction("JSON_OBJECTAGG", {f: ((KEYED_LIST, ALL_BY_KEY),) for f in (Family.EXACT, Family.TEXT)},
                       Result.JSON_OBJECT, keyed=True, distinct=Distinct.REFUSED, keeps_nulls=True,
@@ -451,13 +458,16 @@ def keeps_set(function: str, distinct: bool) -> bool:
     return distinct and (known is None or known.distinct is Distinct.SET)
 
 
-def state_of(function: str, family: Family | None, distinct: bool) -> State:
+def state_of(function: str, family: Family | None, distinct: bool, ordered_lists: bool = True) -> State:
     """The state an aggregate keeps: the set of its values if it keeps one (:func:`keeps_set`),
-    else its table entry's (with DISTINCT, its ``distinct_state`` where it has one). Raises
-    KeyError for an aggregate the engine does not run over ``family``."""
+    else its table entry's (with DISTINCT, its ``distinct_state`` where it has one); without
+    ``ordered_lists`` (a layout recorded before them), a list keeps each value's arrival as
+    :data:`ALL_ARRIVED` does. Raises KeyError for an aggregate the engine does not run over ``family``."""
     if keeps_set(function, distinct):
         return ((VALUES, "collect_set"),)
     found = AGGREGATES[function].state_of(family, distinct)
     if found is None:
         raise KeyError(f"{function} over {family}")
+    if not ordered_lists:
+        return tuple((ALL_ARRIVED if field is ALL_ORDERED else field, how) for field, how in found)
     return found

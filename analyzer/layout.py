@@ -149,12 +149,13 @@ class Shape:
             return Family.TEXT
         return Family.EXACT if family is Family.INTEGER and self.family in (None, Family.EXACT) else family
 
-    def fields(self, pool: Pool) -> tuple[Field, ...]:
+    def fields(self, pool: Pool, ordered_lists: bool = True) -> tuple[Field, ...]:
         """The fields a slot of this shape has in ``pool``, in buffer order: the fields its
-        aggregate keeps, or every field of the pool for a generic slot."""
+        aggregate keeps, or every field of the pool for a generic slot (``ordered_lists``: its
+        layout's, :attr:`StageLayout.ordered_lists`)."""
         if self.function is None:
             return tuple(f for f in FIELDS if f.pool is pool and f.generic)
-        kept = {f for f, _ in state_of(self.function, self.family, self.distinct)}
+        kept = {f for f, _ in state_of(self.function, self.family, self.distinct, ordered_lists)}
         return tuple(f for f in FIELDS if f in kept)
 
     def fits_generic(self, pool: Pool) -> bool:
@@ -299,6 +300,11 @@ class StageLayout:
         from a layout where it was the row count; one added at a re-seed starts from zero, which the
         row count does not. Fixed for the checkpoint's life: the slot is never given to another
         aggregate, nor to a COUNT(*) added again after it was dropped (that one starts from zero).
+    :param ordered_lists: its lists of values kept with their arrivals keep each arrival as two
+        longs (:data:`~analyzer.aggregates.ALL_ORDERED`); layouts recorded before keep a nested
+        struct (:data:`~analyzer.aggregates.ALL_ARRIVED`), which costs each value 24 bytes more in
+        every state row, shuffle and changelog. Fixed for the checkpoint's life: the field's type
+        is the state's schema; a re-seed carries a list into the new field.
     """
 
     plain: Slots
@@ -309,6 +315,7 @@ class StageLayout:
     whole: bool = True
     window_first: bool = True
     counted: int | None = None
+    ordered_lists: bool = True
 
     def pool(self, pool: Pool) -> Slots:
         return {Pool.PLAIN: self.plain, Pool.TEXT: self.text, Pool.DISTINCT: self.distinct}[pool]
@@ -334,26 +341,29 @@ class StageLayout:
         return {**{pool.value: self.pool(pool).to_dict() for pool in Pool}, **({SEEDED: True} if self.seeded else {}),
                 **({SET_KEYED: False} if not self.set_keyed else {}), **({WHOLE: True} if self.whole else {}),
                 **({WINDOW_FIRST: True} if self.window_first else {}),
-                **({COUNTED: self.counted} if self.counted is not None else {})}
+                **({COUNTED: self.counted} if self.counted is not None else {}),
+                **({ORDERED_LISTS: True} if self.ordered_lists else {})}
 
     @classmethod
     def of(cls, pools: Mapping[Pool, Slots], seeded: bool = False, set_keyed: bool = True,
-           whole: bool = True, window_first: bool = True, counted: int | None = None) -> StageLayout:
+           whole: bool = True, window_first: bool = True, counted: int | None = None,
+           ordered_lists: bool = True) -> StageLayout:
         return cls(pools[Pool.PLAIN], pools[Pool.TEXT], pools[Pool.DISTINCT], seeded, set_keyed, whole, window_first,
-                   counted)
+                   counted, ordered_lists)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageLayout:
         counted = data.get(COUNTED)
         return cls.of({pool: Slots.from_dict(data[pool.value]) for pool in Pool}, bool(data.get(SEEDED, False)),
                       bool(data.get(SET_KEYED, True)), bool(data.get(WHOLE, False)), bool(data.get(WINDOW_FIRST, False)),
-                      None if counted is None else int(counted))
+                      None if counted is None else int(counted), bool(data.get(ORDERED_LISTS, False)))
 
 
 #: The keys of a re-seeded stage, of one whose state key has no grouping-set column, of one whose
-#: state keeps every field, of one whose state key starts with the window, and of the slot whose
-#: count is the row count, in a recorded layout.
-SEEDED, SET_KEYED, WHOLE, WINDOW_FIRST, COUNTED = "seeded", "gs", "whole", "window_first", "counted"
+#: state keeps every field, of one whose state key starts with the window, of the slot whose
+#: count is the row count, and of one whose lists keep arrivals as two longs, in a recorded layout.
+SEEDED, SET_KEYED, WHOLE, WINDOW_FIRST, COUNTED, ORDERED_LISTS = ("seeded", "gs", "whole", "window_first", "counted",
+                                                                  "ordered_lists")
 
 
 @dataclass(frozen=True)

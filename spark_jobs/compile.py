@@ -187,7 +187,10 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     keys = [KEY.format(i) for i in range(len(plain_keys))]
     columns: list[Column] = [F.col("ts")]
     if ordered:
-        columns += [F.col(state.ARRIVAL), F.expr(state.arrival_order(f"`{state.ARRIVAL}`")).alias(state.ORDER)]
+        arrival = f"`{state.ARRIVAL}`"
+        high, low = state.arrival_halves(arrival)
+        columns += [F.col(state.ARRIVAL), F.expr(state.arrival_order(arrival)).alias(state.ORDER),
+                    F.expr(high).alias(state.ORDER_HIGH), F.expr(low).alias(state.ORDER_LOW)]
     columns += [to_column(k.value.expr, mapping, typed).alias(name) for k, name in zip(plain_keys, keys)]
     inputs: list[tuple[Aggregate, str | None, str | None, str | None]] = []
     for index, agg in enumerate(aggregate.aggregates):
@@ -340,7 +343,7 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but its state "
                             f"takes {shape.precision} digits; write CAST(... AS DECIMAL({shape.precision}, "
                             f"{shape.kept_scale})) around it")
-    return Slot(agg, pool, index, value, family, data_type, flt)
+    return Slot(agg, pool, index, value, family, data_type, flt, ordered_lists=layout.ordered_lists)
 
 
 def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequence[Resolved],

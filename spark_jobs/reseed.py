@@ -38,7 +38,7 @@ from pyspark.sql import functions as F
 
 from stategate.analyzer import JobModel
 from stategate.analyzer.build import build
-from stategate.analyzer.aggregates import FIRST_ARRIVED, INTEGER_VALUE, LAST_ARRIVED, Pool
+from stategate.analyzer.aggregates import ALL_ARRIVED, ALL_ORDERED, FIRST_ARRIVED, INTEGER_VALUE, LAST_ARRIVED, Pool
 from stategate.analyzer.layout import JobLayout, StageLayout
 from stategate.analyzer.model import Pipeline, WindowJoin
 from stategate.analyzer.signature import state_signature
@@ -51,7 +51,8 @@ from stategate.spark_jobs.assembly import SLICES_DIR, SliceLog, slices_dir
 from stategate.spark_jobs.cutover import NONE, Cutover, TakeOver, carried_cutover
 from stategate.spark_jobs.guard import CheckpointRefused
 from stategate.spark_jobs.lifecycle import sql_digest
-from stategate.spark_jobs.state import GROUPING_SET, ROWS, from_text, pooled_as_kept, stored_fields
+from stategate.spark_jobs.state import (GROUPING_SET, ROWS, from_text, ordered_from_arrived, pooled_as_kept,
+                                        stored_fields)
 from stategate.spark_jobs.storage import HadoopStorage
 
 log = logging.getLogger("stategate.reseed")
@@ -257,14 +258,18 @@ def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, ba
             # numbers and times were kept in their own type.
             as_text = next((n for n in (f"{f.stem}{before[identity]}" for f in (FIRST_ARRIVED, LAST_ARRIVED))
                             if n in groups.columns), None)
-            for position, field in enumerate(shape.fields(pool)):
+            for position, field in enumerate(shape.fields(pool, new.ordered_lists)):
                 # An integer's field was an exact number's in a slot made before integers had one.
                 stems = [field.stem, *([shape.as_exact.fields(pool)[position].stem] if field is INTEGER_VALUE else [])]
                 names = [ROWS] if old.is_row_count(pool, before[identity]) else \
                     [f"{stem}{before[identity]}" for stem in stems]
                 name = next((n for n in names if n in groups.columns), None)
+                # A list kept its arrivals as a struct in a layout recorded before they were two longs.
+                nested = f"{ALL_ARRIVED.stem}{before[identity]}" if field is ALL_ORDERED else None
                 if name is not None:
                     renamed.append(F.col(name).alias(f"{field.stem}{slot}"))
+                elif nested is not None and nested in groups.columns:
+                    renamed.append(ordered_from_arrived(nested).alias(f"{field.stem}{slot}"))
                 elif as_text is not None and shape.family is not None:
                     renamed.append(from_text(as_text, field, shape.sql_type(field), shape.family)
                                    .alias(f"{field.stem}{slot}"))

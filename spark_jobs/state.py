@@ -24,7 +24,9 @@ identity, each slot with the fields of its shape (:mod:`analyzer.aggregates`)::
            ao<k>      text slot k: the earliest or latest arrival as one number (FIRST_VALUE, LAST_VALUE
                       of a number or a time), beside the value that came with it:
            ax<k>/ai<k>/ad<k> an exact number (times as microseconds), a long or a double
-           al<k>      text slot k: every value (as text) with its arrival (LISTAGG, ARRAY_AGG)
+           ar<k>      text slot k: every value (as text) with its arrival as two longs (LISTAGG, ARRAY_AGG,
+                      JSON_ARRAYAGG, LAST_VALUE with DISTINCT); al<k> in layouts recorded before, with
+                      the arrival as a struct (``StageLayout.ordered_lists``)
            dv<j>      distinct slot j: the set of values, as text
 
 where ``s`` and ``p`` are the scale and the digits the slot's shape keeps: as many as Spark's own
@@ -50,8 +52,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, ALL_BY_KEY, AGGREGATES, ARRIVAL_ORDER, ARRIVAL_ORDER_TYPE,
-                                           ARRIVED, BY_ORDER, DEFAULT_ACCURACY, FIRST_BY_ARRIVAL, KEYED,
+from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, ALL_BY_KEY, ALL_ORDERED, AGGREGATES, ARRIVAL_ORDER,
+                                           ARRIVAL_ORDER_TYPE, ARRIVED, BY_ORDER, DEFAULT_ACCURACY, FIRST_BY_ARRIVAL, KEYED,
                                            LAST_BY_ARRIVAL, MERGE, ORDER_DIGITS, SKETCH, SUM_SQUARES, Field, Pool,
                                            Result, sketch_size, state_of)
 from stategate.analyzer.errors import SQLModelError
@@ -70,9 +72,10 @@ GROUPING_SET = "gs"
 #: The input column saying where a row arrived from (``analyzer.aggregates.ARRIVAL``), for the
 #: aggregates that follow arrival order (:func:`spark_jobs.connectors.read_stream`).
 ARRIVAL = "_arrival"
-#: The input column holding a row's arrival as one number (:func:`arrival_order`), computed once a
-#: row for every field that reads it.
-ORDER = "_order"
+#: The input columns holding a row's arrival as one number (:func:`arrival_order`) and as that
+#: number's two halves, each a long (:func:`arrival_halves`), computed once a row for every field
+#: that reads them.
+ORDER, ORDER_HIGH, ORDER_LOW = "_order", "_order_h", "_order_l"
 #: The Spark aggregate function that keeps a value with its arrival, by what the table fills.
 _BY_ARRIVAL = {FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max", ALL_BY_ARRIVAL: "collect_list"}
 
@@ -130,6 +133,7 @@ class Slot:
     filter: str | None = None  # input column holding its FILTER (WHERE ...) predicate
     key: str | None = None  # input column holding its key, for an aggregate keeping values by key
     counts_rows: bool = False  # a COUNT(*) whose count is the row count (``StageLayout.counted``)
+    ordered_lists: bool = True  # its layout's ``StageLayout.ordered_lists``
 
     @property
     def function(self) -> str:
@@ -208,6 +212,8 @@ def _unserialized(column: Column, field: _Field) -> Column:
         return F.udf(unsafe_rows.strings, "array<string>", useArrow=False)(column)
     if field.sql_type == KEYED:
         return F.udf(unsafe_rows.keyed, f"array<{KEYED}>", useArrow=False)(column)
+    if field.sql_type == ALL_ORDERED.sql_type:
+        return F.udf(unsafe_rows.ordered, f"array<{ALL_ORDERED.sql_type}>", useArrow=False)(column)
     decoded = F.udf(unsafe_rows.arrivals, "array<struct<t:bigint,f:bigint,n:bigint,v:string>>",
                     useArrow=False)(column)
     return F.transform(decoded, lambda e: _with_arrival(F.timestamp_micros(e["t"]), e["f"], e["n"], e["v"])) \
@@ -217,6 +223,19 @@ def _unserialized(column: Column, field: _Field) -> Column:
 def _with_arrival(t: Column, f: Column, n: Column, value: Column) -> Column:
     """A value kept with its arrival (:data:`analyzer.aggregates.ARRIVED`)."""
     return F.struct(F.struct(t.alias("t"), f.alias("f"), n.alias("n")).alias("o"), value.alias("v"))
+
+
+def _with_order(high: Column, low: Column, value: Column) -> Column:
+    """A value kept with its arrival as two longs (:data:`analyzer.aggregates.ORDERED`)."""
+    return F.struct(high.alias("h"), low.alias("l"), value.alias("v"))
+
+
+def ordered_from_arrived(kept: str) -> Column:
+    """A list of values kept with their arrivals as a struct (``analyzer.aggregates.ALL_ARRIVED``,
+    in the column ``kept``) as the list a layout with ``StageLayout.ordered_lists`` keeps: each
+    arrival as two longs, in the same order. A re-seed carries such a list into the new layout's."""
+    high, low = arrival_halves("e.o")
+    return F.expr(f"transform(`{kept}`, e -> named_struct('h', {high}, 'l', {low}, 'v', e.v))")
 
 
 def from_text(kept: str, field: Field, sql_type: str, family: Family) -> Column:
@@ -232,11 +251,17 @@ def pooled_as_kept(slices: DataFrame, layout: StageLayout) -> DataFrame:
     """Slices of the slice log (:func:`pooled`) with their fields as a stage of ``layout`` keeps
     them: a list pooled in arrival order gets back an arrival per value, its position. A closed
     slice takes no more values, so that order is all it needs."""
-    arrived = {f.name for f in _buffer(layout, {}) if f.serialized and f.sql_type == ARRIVED}
-    return slices.select(*[
-        F.transform(F.col(c), lambda v, i: _with_arrival(F.timestamp_micros(F.lit(0)), F.lit(0).cast("long"),
-                                                        i.cast("long"), v)).cast(f"array<{ARRIVED}>").alias(c)
-        if c in arrived else F.col(c) for c in slices.columns])
+    kept = {f.name: f.sql_type for f in _buffer(layout, {}) if f.serialized and f.sql_type in (ARRIVED, ALL_ORDERED.sql_type)}
+
+    def with_positions(column: str, sql_type: str) -> Column:
+        zero = F.lit(0).cast("long")
+        if sql_type == ARRIVED:
+            return F.transform(F.col(column), lambda v, i: _with_arrival(F.timestamp_micros(F.lit(0)), zero,
+                                                                         i.cast("long"), v))
+        return F.transform(F.col(column), lambda v, i: _with_order(zero, i.cast("long"), v))
+
+    return slices.select(*[with_positions(c, kept[c]).cast(f"array<{kept[c]}>").alias(c) if c in kept else F.col(c)
+                           for c in slices.columns])
 
 
 def state_key(layout: StageLayout, keys: Sequence[str], window: Column) -> list[Column]:
@@ -416,7 +441,7 @@ def slot_fields(slot: Slot) -> list[tuple[str, str]]:
     if slot.counts_rows:
         return [(ROWS, "count")]
     return [(f"{field.stem}{slot.index}", function)
-            for field, function in state_of(slot.function, slot.family, slot.aggregate.distinct)]
+            for field, function in state_of(slot.function, slot.family, slot.aggregate.distinct, slot.ordered_lists)]
 
 
 def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_Field]:
@@ -427,7 +452,7 @@ def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_F
                 continue  # its count is the row count
             slot = slots.get((pool, i))
             held = dict(slot_fields(slot)) if slot else {}
-            for field in shape.fields(pool):
+            for field in shape.fields(pool, layout.ordered_lists):
                 name = f"{field.stem}{i}"
                 fields.append(_Field(name, held.get(name, field.idle), shape.sql_type(field), slot if name in held else None,
                                      field))
@@ -488,7 +513,8 @@ def _input(field: _Field) -> tuple[str, str, str]:
         argument = _sketched(slot)
     elif function in _BY_ARRIVAL:  # the value as text, after where it arrived from: ordered by that
         function = _BY_ARRIVAL[function]
-        argument = f"CAST(named_struct('o', `{ARRIVAL}`, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
+        arrival = f"'h', `{ORDER_HIGH}`, 'l', `{ORDER_LOW}`" if field.kind is ALL_ORDERED else f"'o', `{ARRIVAL}`"
+        argument = f"CAST(named_struct({arrival}, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
     elif field.kind is ARRIVAL_ORDER:
         argument = f"`{ORDER}`"
     elif function in BY_ORDER:  # the value, taken by its arrival (the slot's order field; :func:`_call`)
@@ -516,14 +542,21 @@ def _call(function: str, argument: str, field: _Field, order: str) -> str:
 
 def arrival_order(arrival: str) -> str:
     """An arrival (the SQL of a ``struct<t, f, n>``, ``analyzer.aggregates.ARRIVAL``) as one number
-    (``ARRIVAL_ORDER_TYPE``), as SQL: its time's milliseconds, then its hash or partition, then its
-    line or offset, each in its digits (``ORDER_DIGITS``). Built from two longs of 18 digits and one
+    (``ARRIVAL_ORDER_TYPE``), as SQL: its two halves (:func:`arrival_halves`) with one
     multiplication: each decimal of more than 18 digits Spark computes is a Java BigDecimal."""
+    high, low = arrival_halves(arrival)
+    return f"CAST(CAST({high} AS DECIMAL(18,0)) * {10 ** 18}BD + {low} AS {ARRIVAL_ORDER_TYPE})"
+
+
+def arrival_halves(arrival: str) -> tuple[str, str]:
+    """An arrival (the SQL of a ``struct<t, f, n>``) as two longs of 18 digits, as SQL: the higher
+    holds its time's milliseconds and the first digits of its hash or partition, the lower the
+    rest of those and its line or offset, each in its digits (``ORDER_DIGITS``). Ordered as the pair
+    (higher, lower), they order arrivals as ``t``, ``f``, ``n`` do."""
     time, part, line = ORDER_DIGITS
     low = 18 - line  # the digits of ``f`` in the lower long
-    return (f"CAST(CAST(unix_millis({arrival}.t) * {10 ** (part - low)} + pmod({arrival}.f, {10 ** part}) div {10 ** low}"
-            f" AS DECIMAL(18,0)) * {10 ** 18}BD + (pmod({arrival}.f, {10 ** low}) * {10 ** line} + {arrival}.n)"
-            f" AS {ARRIVAL_ORDER_TYPE})")
+    return (f"(unix_millis({arrival}.t) * {10 ** (part - low)} + pmod({arrival}.f, {10 ** part}) div {10 ** low})",
+            f"(pmod({arrival}.f, {10 ** low}) * {10 ** line} + {arrival}.n)")
 
 
 def _sketched(slot: Slot) -> str:

@@ -66,6 +66,16 @@ def arrivals(data: bytes | None) -> list[tuple[int, int, int, str | None]] | Non
     return found
 
 
+def ordered(data: bytes | None) -> list[tuple[int, int, str | None]] | None:
+    """The values of a serialized list of values kept with their arrivals as two longs
+    (``struct<h,l,v>``, :data:`analyzer.aggregates.ORDERED`), each as (the two longs, the value as
+    text, or None)."""
+    if data is None:
+        return None
+    return [(_word(data, row + _bitset(3)), _word(data, row + _bitset(3) + 8), _text(data, row, 2, 3))
+            for row, _ in _elements(data)]
+
+
 def keyed(data: bytes | None) -> list[tuple[str | None, str | None]] | None:
     """The values of a serialized list of values kept with their keys (``struct<k,v>``,
     :data:`analyzer.aggregates.KEYED`), each as (its key, the value as text), either None."""

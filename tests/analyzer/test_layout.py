@@ -7,9 +7,9 @@ import pytest
 from stategate.analyzer import Report, SQLModelError, Verdict, build, compare_models
 from stategate.analyzer.report import Carried
 from stategate.analyzer.judgement import Deployed, judge
-from stategate.analyzer.aggregates import (ALL_ARRIVED, ARRIVAL_ORDER, COUNTED, EXACT_BY_ORDER, EXACT_SQUARES, EXACT_SUM,
-                                           FIRST_ARRIVED, FLOATING_BY_ORDER, INTEGER_BY_ORDER, INTEGER_VALUE,
-                                           LAST_ARRIVED, Pool)
+from stategate.analyzer.aggregates import (ALL_ARRIVED, ALL_ORDERED, ARRIVAL_ORDER, COUNTED, EXACT_BY_ORDER,
+                                           EXACT_SQUARES, EXACT_SUM, FIRST_ARRIVED, FLOATING_BY_ORDER,
+                                           INTEGER_BY_ORDER, INTEGER_VALUE, LAST_ARRIVED, Pool)
 from stategate.analyzer.families import Family
 from stategate.analyzer.layout import (
     GENERIC, LAYOUT_V1, JobLayout, NoRoom, Shape, plan,
@@ -315,7 +315,9 @@ def test_last_value_distinct_keeps_every_value_in_a_slot_of_its_own_shape() -> N
     assert pool["shapes"] == ["LAST_VALUE", "LAST_VALUE DISTINCT", "*", "*"]
     shapes = [Shape.parse(shape) for shape in pool["shapes"][:2]]
     assert [str(shape) for shape in shapes] == pool["shapes"][:2] and not shapes[0].holds(shapes[1])
-    assert shapes[0].fields(Pool.TEXT) == (LAST_ARRIVED,) and shapes[1].fields(Pool.TEXT) == (ALL_ARRIVED,)
+    assert shapes[0].fields(Pool.TEXT) == (LAST_ARRIVED,) and shapes[1].fields(Pool.TEXT) == (ALL_ORDERED,)
+    # A layout recorded before lists kept their arrivals as two longs keeps the nested struct.
+    assert shapes[1].fields(Pool.TEXT, ordered_lists=False) == (ALL_ARRIVED,)
     assert judged(old, job("LAST_VALUE(DISTINCT item), LAST_VALUE(item)"), signature).verdict is Verdict.FULL
     swapped = judged(old, job("LAST_VALUE(DISTINCT price), LAST_VALUE(price)"), signature)
     assert swapped.verdict is Verdict.INCOMPATIBLE and "none of them fits LAST_VALUE(DISTINCT Bid.price)" in swapped.to_text()

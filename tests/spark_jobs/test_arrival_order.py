@@ -6,19 +6,23 @@ bid of their supplier) come in four files, one a micro-batch, the job stopped af
 rows equal Flink's, which read them in one go. HOP and CUMULATE windows, whose slices also pass
 through the slice log (``test_flink_equality`` runs every kind in one go). FIRST_VALUE and
 LAST_VALUE of numbers and times keep the arrival as one number beside the value in its own type:
-reordered, dropped, and carried from a checkpoint an earlier release wrote with every value as text."""
+reordered, dropped, and carried from a checkpoint an earlier release wrote with every value as text;
+lists keep each arrival as two longs, and go on from, or re-seed, the nested arrivals an earlier
+release kept."""
 
 from __future__ import annotations
 
 import json
 import os
 import shutil
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
 
 from benchmarks.flink_oracle import WINDOWS
 from stategate.analyzer import Verdict
+from stategate.analyzer.layout import ORDERED_LISTS
 from tests.spark_jobs.flink_fixtures import assert_equals_flink, ddl, queries, recorded
 from tests.spark_jobs.helpers import CLOSER, bid_ddl, collect, collect_pipelines, collect_run, recorded_checkpoint
 from tests.spark_jobs.test_restart import PART_A, PART_B, query, write as write_bids
@@ -106,6 +110,10 @@ def test_a_distinct_list_takes_each_value_where_it_first_arrived(spark, tmp_path
 #: type wrote (commit f9c1540): every value kept as text with its arrival (slots ``FIRST_VALUE``,
 #: ``LAST_VALUE``), over ``ARRIVED_BEFORE``, both windows still open.
 KEPT_AS_TEXT = "arrival-as-text"
+#: A checkpoint the release before lists kept their arrivals as two longs wrote (commit 3428dd5):
+#: LISTAGG, ARRAY_AGG and LAST_VALUE(DISTINCT) each keep every value with its arrival as a struct
+#: (``al`` fields), over ``ARRIVED_BEFORE``, both windows still open.
+NESTED_ARRIVALS = "lists-nested"
 ARRIVED_BEFORE = ["2020-04-15 08:05:00,4.00,C,supplier1", "2020-04-15 08:06:00,2.00,A,supplier2",
                   "2020-04-15 08:07:00,5.00,D,supplier1"]
 #: Bids into both of those windows after them, and one that opens another.
@@ -113,10 +121,10 @@ ARRIVED_AFTER = ["2020-04-15 08:08:00,3.00,B,supplier1", "2020-04-15 08:09:00,1.
                  "2020-04-15 08:17:00,6.00,F,supplier2"]
 
 
-def kept_as_text(tmp_path: Path) -> tuple[Path, str]:
-    """The recorded checkpoint where the test runs, and the bids after it in its source: the
-    first file's, which it read, modified when it was recorded; the second's now."""
-    checkpoint, sql = recorded_checkpoint(KEPT_AS_TEXT, tmp_path)
+def recorded_before(name: str, tmp_path: Path) -> tuple[Path, str]:
+    """The recorded checkpoint ``name`` where the test runs, and the bids after it in its source:
+    the first file's, which it read, modified when it was recorded; the second's now."""
+    checkpoint, sql = recorded_checkpoint(name, tmp_path)
     recorded_at = json.loads((checkpoint / "Out" / "sources" / "0" / "0").read_text().splitlines()[1])["timestamp"]
     source = tmp_path / "bids"
     source.mkdir()
@@ -133,7 +141,7 @@ def test_first_and_last_value_kept_as_text_by_an_earlier_release_go_on_and_re_se
     after it). An added aggregate re-seeds them into slots that keep numbers and times in their own
     type: the arrivals carried as one number still order before every later row's, so the windows
     are the same, and the added MIN counts the rows after the restart."""
-    checkpoint, sql = kept_as_text(tmp_path)
+    checkpoint, sql = recorded_before(KEPT_AS_TEXT, tmp_path)
     continued = collect(spark, sql, checkpoint, pipeline="Out")
     uninterrupted = collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
     assert continued == uninterrupted == [
@@ -142,7 +150,7 @@ def test_first_and_last_value_kept_as_text_by_an_earlier_release_go_on_and_re_se
         ("supplier2", "2020-04-15 08:10:00", "1", "6.00", "2020-04-15 08:17:00", "600", "F")]
     assert '"FIRST_VALUE"' in (checkpoint / "_stategate" / "signature.json").read_text()
 
-    checkpoint, sql = kept_as_text(tmp_path / "reseeded")
+    checkpoint, sql = recorded_before(KEPT_AS_TEXT, tmp_path / "reseeded")
     added = sql.replace("last_item STRING)", "last_item STRING, low DECIMAL(10, 2))") \
         .replace("LAST_VALUE(item)\n", "LAST_VALUE(item), MIN(price)\n")
     assert added.count("MIN(price)") == 1 and added.count("low DECIMAL") == 1
@@ -151,6 +159,35 @@ def test_first_and_last_value_kept_as_text_by_an_earlier_release_go_on_and_re_se
     text = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0][
         "slots"]["text"]
     assert text["shapes"] == ["FIRST_VALUE:m2p10", "LAST_VALUE:t0p18", "LAST_VALUE:i", "LAST_VALUE"]
+    assert continued == [row + (low,) for row, low in zip(uninterrupted, ("3.00", "1.00", "6.00"))]
+
+
+def test_lists_kept_with_nested_arrivals_by_an_earlier_release_go_on_and_re_seed_into_two_longs(
+        spark, tmp_path) -> None:
+    """Upgrading stategate keeps a deployed LISTAGG's state: the recorded layout's lists go on with
+    their arrivals as structs, and the windows equal an uninterrupted run's (values that arrived
+    before the restart first). An added aggregate re-seeds them into lists that keep each arrival as
+    two longs: the carried values keep their order before every later row's, so the windows are
+    the same, and the added MIN counts the rows after the restart."""
+    checkpoint, sql = recorded_before(NESTED_ARRIVALS, tmp_path)
+    continued = collect(spark, sql, checkpoint, pipeline="Out")
+    uninterrupted = collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
+    prices = [[Decimal(p) for p in ps] for ps in (["4.00", "5.00", "3.00"], ["2.00", "1.00"], ["6.00"])]
+    assert continued == uninterrupted == [
+        ("supplier1", "2020-04-15 08:00:00", "3", "C,D,B", str(prices[0]), "B"),
+        ("supplier2", "2020-04-15 08:00:00", "2", "A,E", str(prices[1]), "E"),
+        ("supplier2", "2020-04-15 08:10:00", "1", "F", str(prices[2]), "F")]
+    stage = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0]
+    assert ORDERED_LISTS not in stage["slots"], "the recorded layout goes on as it was written"
+
+    checkpoint, sql = recorded_before(NESTED_ARRIVALS, tmp_path / "reseeded")
+    added = sql.replace("last_item STRING)", "last_item STRING, low DECIMAL(10, 2))") \
+        .replace("LAST_VALUE(DISTINCT item)\n", "LAST_VALUE(DISTINCT item), MIN(price)\n")
+    assert added.count("MIN(price)") == 1 and added.count("low DECIMAL") == 1
+    continued, result = collect_run(spark, added, checkpoint, pipeline="Out")
+    assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
+    stage = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0]
+    assert stage["slots"][ORDERED_LISTS] is True
     assert continued == [row + (low,) for row, low in zip(uninterrupted, ("3.00", "1.00", "6.00"))]
 
 

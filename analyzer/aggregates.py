@@ -132,11 +132,19 @@ ARRIVAL_ORDER_TYPE = f"decimal({sum(ORDER_DIGITS)},0)"
 #: aggregate function for each (its buffer is the value and the order, whichever it is).
 FIRST_BY_ORDER, LAST_BY_ORDER = "first_by_order", "last_by_order"
 BY_ORDER: Mapping[str, str] = {FIRST_BY_ORDER: "min_by", LAST_BY_ORDER: "max_by"}
-#: A value kept with its arrival (as text: one field type whatever the argument's type, cast back
-#: when the result is read), ordered by the arrival first.
+#: A value kept with its arrival as the two halves of :data:`ARRIVAL_ORDER`'s digits, each a long
+#: (``h`` its higher 18, ``l`` its lower 18), ordered by them first; the value as text (one field
+#: type whatever the argument's type, cast back when the result is read). In Spark's row format 40
+#: bytes with a short text, where :data:`ARRIVED`'s nested struct takes 64.
+ORDERED = "struct<h:bigint,l:bigint,v:string>"
+#: FIRST_VALUE's and LAST_VALUE's state over text, and over a value of a type the declared columns
+#: do not make certain.
+FIRST_ORDERED = Field("fo", ORDERED, "min", Pool.TEXT, generic=False)
+LAST_ORDERED = Field("lo", ORDERED, "max", Pool.TEXT, generic=False)
+#: A value kept with its arrival as a struct, as layouts recorded before :data:`ORDERED` keep it
+#: (``StageLayout.ordered_arrivals``): FIRST_VALUE's and LAST_VALUE's over text (and over any value,
+#: in slots recorded before numbers and times were kept in their own type), and every value of a list.
 ARRIVED = f"struct<o:{ARRIVAL},v:string>"
-#: FIRST_VALUE's and LAST_VALUE's state over text, and over any value in slots recorded before
-#: numbers and times were kept in their own type.
 FIRST_ARRIVED = Field("fa", ARRIVED, "min", Pool.TEXT, generic=False)
 LAST_ARRIVED = Field("la", ARRIVED, "max", Pool.TEXT, generic=False)
 #: FIRST_VALUE's and LAST_VALUE's state over numbers and times: the earliest or latest arrival
@@ -147,14 +155,12 @@ ARRIVAL_ORDER = Field("ao", ARRIVAL_ORDER_TYPE, "min", Pool.TEXT, generic=False)
 EXACT_BY_ORDER = Field("ax", "decimal", FIRST_BY_ORDER, Pool.TEXT, generic=False)
 INTEGER_BY_ORDER = Field("ai", "bigint", FIRST_BY_ORDER, Pool.TEXT, generic=False)
 FLOATING_BY_ORDER = Field("ad", "double", FIRST_BY_ORDER, Pool.TEXT, generic=False)
-#: Every value with its arrival, in layouts recorded before :data:`ALL_ORDERED` (``StageLayout.ordered_lists``).
 ALL_ARRIVED = Field("al", ARRIVED, "collect_list", Pool.TEXT, generic=False)
-#: A value kept with its arrival as the two halves of :data:`ARRIVAL_ORDER`'s digits, each a long
-#: (``h`` its higher 18, ``l`` its lower 18), ordered by them first: in Spark's row format 40 bytes
-#: with a short text, where :data:`ARRIVED`'s nested struct takes 64. Every value of a list is one.
-ORDERED = "struct<h:bigint,l:bigint,v:string>"
 #: Every value with its arrival (LISTAGG, ARRAY_AGG, JSON_ARRAYAGG, LAST_VALUE with DISTINCT).
 ALL_ORDERED = Field("ar", ORDERED, "collect_list", Pool.TEXT, generic=False)
+#: Each field of a value kept with its arrival, and the one a layout recorded before keeps in its place.
+ARRIVED_BEFORE: Mapping[Field, Field] = {FIRST_ORDERED: FIRST_ARRIVED, LAST_ORDERED: LAST_ARRIVED,
+                                         ALL_ORDERED: ALL_ARRIVED}
 VALUE_LIST = Field("cl", "string", "collect_list", Pool.TEXT, generic=False)  # every value, as text, in no order
 #: A value kept with its key, both as text (JSON_OBJECTAGG's), and the list of them, in no order.
 KEYED = "struct<k:string,v:string>"
@@ -166,7 +172,7 @@ SKETCH = Field("h", "binary", "hll_sketch_agg", Pool.TEXT, generic=False, carrie
 #: Every kind of field, in the order a slot's fields stand in the buffer.
 FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, INTEGER_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES,
           FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED, VALUE_LIST, KEYED_LIST, SKETCH, ARRIVAL_ORDER, EXACT_BY_ORDER,
-          INTEGER_BY_ORDER, FLOATING_BY_ORDER, ALL_ORDERED)
+          INTEGER_BY_ORDER, FLOATING_BY_ORDER, ALL_ORDERED, FIRST_ORDERED, LAST_ORDERED)
 
 #: How a field is filled from input rows: an aggregate function of the row's value, of its square
 #: (``sum_squares``), or of the value with its arrival (the earliest, the latest, all of them).
@@ -386,7 +392,7 @@ def _by_arrival(name: str, function: str, result: Result, distinct_state: State 
     by_order = FIRST_BY_ORDER if function == "min" else LAST_BY_ORDER
     kept = {Family.EXACT: EXACT_BY_ORDER, Family.TIME: EXACT_BY_ORDER, Family.INTEGER: INTEGER_BY_ORDER,
             Family.FLOATING: FLOATING_BY_ORDER}
-    as_text = FIRST_ARRIVED if function == "min" else LAST_ARRIVED
+    as_text = FIRST_ORDERED if function == "min" else LAST_ORDERED
     return AggregateFunction(name, {None: ((as_text, FIRST_BY_ARRIVAL if function == "min" else LAST_BY_ARRIVAL),),
                                     **{f: ((ARRIVAL_ORDER, function), (field, by_order)) for f, field in kept.items()}},
                              result, integers_as=Family.INTEGER, distinct=Distinct.FIRST_ARRIVALS,
@@ -458,16 +464,16 @@ def keeps_set(function: str, distinct: bool) -> bool:
     return distinct and (known is None or known.distinct is Distinct.SET)
 
 
-def state_of(function: str, family: Family | None, distinct: bool, ordered_lists: bool = True) -> State:
+def state_of(function: str, family: Family | None, distinct: bool, ordered_arrivals: bool = True) -> State:
     """The state an aggregate keeps: the set of its values if it keeps one (:func:`keeps_set`),
     else its table entry's (with DISTINCT, its ``distinct_state`` where it has one); without
-    ``ordered_lists`` (a layout recorded before them), a list keeps each value's arrival as
-    :data:`ALL_ARRIVED` does. Raises KeyError for an aggregate the engine does not run over ``family``."""
+    ``ordered_arrivals`` (a layout recorded before them), a value kept with its arrival keeps it as
+    a struct (:data:`ARRIVED_BEFORE`). Raises KeyError for an aggregate the engine does not run over ``family``."""
     if keeps_set(function, distinct):
         return ((VALUES, "collect_set"),)
     found = AGGREGATES[function].state_of(family, distinct)
     if found is None:
         raise KeyError(f"{function} over {family}")
-    if not ordered_lists:
-        return tuple((ALL_ARRIVED if field is ALL_ORDERED else field, how) for field, how in found)
+    if not ordered_arrivals:
+        return tuple((ARRIVED_BEFORE.get(field, field), how) for field, how in found)
     return found

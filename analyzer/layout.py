@@ -149,13 +149,13 @@ class Shape:
             return Family.TEXT
         return Family.EXACT if family is Family.INTEGER and self.family in (None, Family.EXACT) else family
 
-    def fields(self, pool: Pool, ordered_lists: bool = True) -> tuple[Field, ...]:
+    def fields(self, pool: Pool, ordered_arrivals: bool = True) -> tuple[Field, ...]:
         """The fields a slot of this shape has in ``pool``, in buffer order: the fields its
-        aggregate keeps, or every field of the pool for a generic slot (``ordered_lists``: its
-        layout's, :attr:`StageLayout.ordered_lists`)."""
+        aggregate keeps, or every field of the pool for a generic slot (``ordered_arrivals``: its
+        layout's, :attr:`StageLayout.ordered_arrivals`)."""
         if self.function is None:
             return tuple(f for f in FIELDS if f.pool is pool and f.generic)
-        kept = {f for f, _ in state_of(self.function, self.family, self.distinct, ordered_lists)}
+        kept = {f for f, _ in state_of(self.function, self.family, self.distinct, ordered_arrivals)}
         return tuple(f for f in FIELDS if f in kept)
 
     def fits_generic(self, pool: Pool) -> bool:
@@ -300,7 +300,7 @@ class StageLayout:
         from a layout where it was the row count; one added at a re-seed starts from zero, which the
         row count does not. Fixed for the checkpoint's life: the slot is never given to another
         aggregate, nor to a COUNT(*) added again after it was dropped (that one starts from zero).
-    :param ordered_lists: its lists of values kept with their arrivals keep each arrival as two
+    :param ordered_arrivals: its lists of values kept with their arrivals keep each arrival as two
         longs (:data:`~analyzer.aggregates.ALL_ORDERED`); layouts recorded before keep a nested
         struct (:data:`~analyzer.aggregates.ALL_ARRIVED`), which costs each value 24 bytes more in
         every state row, shuffle and changelog. Fixed for the checkpoint's life: the field's type
@@ -315,7 +315,7 @@ class StageLayout:
     whole: bool = True
     window_first: bool = True
     counted: int | None = None
-    ordered_lists: bool = True
+    ordered_arrivals: bool = True
 
     def pool(self, pool: Pool) -> Slots:
         return {Pool.PLAIN: self.plain, Pool.TEXT: self.text, Pool.DISTINCT: self.distinct}[pool]
@@ -342,28 +342,28 @@ class StageLayout:
                 **({SET_KEYED: False} if not self.set_keyed else {}), **({WHOLE: True} if self.whole else {}),
                 **({WINDOW_FIRST: True} if self.window_first else {}),
                 **({COUNTED: self.counted} if self.counted is not None else {}),
-                **({ORDERED_LISTS: True} if self.ordered_lists else {})}
+                **({ORDERED_ARRIVALS: True} if self.ordered_arrivals else {})}
 
     @classmethod
     def of(cls, pools: Mapping[Pool, Slots], seeded: bool = False, set_keyed: bool = True,
            whole: bool = True, window_first: bool = True, counted: int | None = None,
-           ordered_lists: bool = True) -> StageLayout:
+           ordered_arrivals: bool = True) -> StageLayout:
         return cls(pools[Pool.PLAIN], pools[Pool.TEXT], pools[Pool.DISTINCT], seeded, set_keyed, whole, window_first,
-                   counted, ordered_lists)
+                   counted, ordered_arrivals)
 
     @classmethod
     def from_dict(cls, data: Mapping[str, Any]) -> StageLayout:
         counted = data.get(COUNTED)
         return cls.of({pool: Slots.from_dict(data[pool.value]) for pool in Pool}, bool(data.get(SEEDED, False)),
                       bool(data.get(SET_KEYED, True)), bool(data.get(WHOLE, False)), bool(data.get(WINDOW_FIRST, False)),
-                      None if counted is None else int(counted), bool(data.get(ORDERED_LISTS, False)))
+                      None if counted is None else int(counted), bool(data.get(ORDERED_ARRIVALS, False)))
 
 
 #: The keys of a re-seeded stage, of one whose state key has no grouping-set column, of one whose
 #: state keeps every field, of one whose state key starts with the window, of the slot whose
 #: count is the row count, and of one whose lists keep arrivals as two longs, in a recorded layout.
-SEEDED, SET_KEYED, WHOLE, WINDOW_FIRST, COUNTED, ORDERED_LISTS = ("seeded", "gs", "whole", "window_first", "counted",
-                                                                  "ordered_lists")
+SEEDED, SET_KEYED, WHOLE, WINDOW_FIRST, COUNTED, ORDERED_ARRIVALS = ("seeded", "gs", "whole", "window_first", "counted",
+                                                                  "ordered_arrivals")
 
 
 @dataclass(frozen=True)

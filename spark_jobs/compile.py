@@ -343,7 +343,7 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
         raise SQLModelError(f"{agg.written}: its argument is {data_type.simpleString()} on Spark, but its state "
                             f"takes {shape.precision} digits; write CAST(... AS DECIMAL({shape.precision}, "
                             f"{shape.kept_scale})) around it")
-    return Slot(agg, pool, index, value, family, data_type, flt, ordered_lists=layout.ordered_lists)
+    return Slot(agg, pool, index, value, family, data_type, flt, ordered_arrivals=layout.ordered_arrivals)
 
 
 def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequence[Resolved],

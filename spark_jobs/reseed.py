@@ -38,7 +38,8 @@ from pyspark.sql import functions as F
 
 from stategate.analyzer import JobModel
 from stategate.analyzer.build import build
-from stategate.analyzer.aggregates import ALL_ARRIVED, ALL_ORDERED, FIRST_ARRIVED, INTEGER_VALUE, LAST_ARRIVED, Pool
+from stategate.analyzer.aggregates import (ARRIVED, ARRIVED_BEFORE, FIRST_ARRIVED, FIRST_ORDERED, INTEGER_VALUE,
+                                           LAST_ARRIVED, LAST_ORDERED, Pool)
 from stategate.analyzer.layout import JobLayout, StageLayout
 from stategate.analyzer.model import Pipeline, WindowJoin
 from stategate.analyzer.signature import state_signature
@@ -255,23 +256,23 @@ def carried_state(spark: SparkSession, storage: HadoopStorage, location: str, ba
                 continue  # an added aggregate has nothing to carry; a COUNT(*) that is the row count carries it
             shape = new.pool(pool).shapes[slot]
             # FIRST_VALUE's or LAST_VALUE's value as text with its arrival, in a slot made before
-            # numbers and times were kept in their own type.
-            as_text = next((n for n in (f"{f.stem}{before[identity]}" for f in (FIRST_ARRIVED, LAST_ARRIVED))
-                            if n in groups.columns), None)
-            for position, field in enumerate(shape.fields(pool, new.ordered_lists)):
+            # numbers and times were kept in their own type, or for a type that was not certain.
+            as_text = next(((n, f.sql_type == ARRIVED) for f in (FIRST_ORDERED, LAST_ORDERED, FIRST_ARRIVED, LAST_ARRIVED)
+                            for n in [f"{f.stem}{before[identity]}"] if n in groups.columns), None)
+            for position, field in enumerate(shape.fields(pool, new.ordered_arrivals)):
                 # An integer's field was an exact number's in a slot made before integers had one.
                 stems = [field.stem, *([shape.as_exact.fields(pool)[position].stem] if field is INTEGER_VALUE else [])]
                 names = [ROWS] if old.is_row_count(pool, before[identity]) else \
                     [f"{stem}{before[identity]}" for stem in stems]
                 name = next((n for n in names if n in groups.columns), None)
-                # A list kept its arrivals as a struct in a layout recorded before they were two longs.
-                nested = f"{ALL_ARRIVED.stem}{before[identity]}" if field is ALL_ORDERED else None
+                # A value kept its arrival as a struct in a layout recorded before it was two longs.
+                nested = f"{ARRIVED_BEFORE[field].stem}{before[identity]}" if field in ARRIVED_BEFORE else None
                 if name is not None:
                     renamed.append(F.col(name).alias(f"{field.stem}{slot}"))
                 elif nested is not None and nested in groups.columns:
-                    renamed.append(ordered_from_arrived(nested).alias(f"{field.stem}{slot}"))
+                    renamed.append(ordered_from_arrived(nested, field.serialized).alias(f"{field.stem}{slot}"))
                 elif as_text is not None and shape.family is not None:
-                    renamed.append(from_text(as_text, field, shape.sql_type(field), shape.family)
+                    renamed.append(from_text(*as_text, field, shape.sql_type(field), shape.family)
                                    .alias(f"{field.stem}{slot}"))
     keys = groups.columns[:groups.columns.index(GROUPING_SET)]
     return groups.select(*keys, GROUPING_SET, "w", ROWS, *renamed)

@@ -20,13 +20,15 @@ identity, each slot with the fields of its shape (:mod:`analyzer.aggregates`)::
            d<i>       floating point: the sum, MIN or MAX of plain slot i
            o<i>       the exact MIN or MAX (decimal(p, s)) of plain slot i (times as microseconds)
            s<k>       text slot k: MIN or MAX of text
-           fa<k>/la<k> text slot k: the first or last text value with its arrival (FIRST_VALUE, LAST_VALUE)
+           fo<k>/lo<k> text slot k: the first or last text value with its arrival as two longs (FIRST_VALUE,
+                      LAST_VALUE); fa<k>/la<k> with it as a struct, in layouts recorded before
+                      (``StageLayout.ordered_arrivals``)
            ao<k>      text slot k: the earliest or latest arrival as one number (FIRST_VALUE, LAST_VALUE
                       of a number or a time), beside the value that came with it:
            ax<k>/ai<k>/ad<k> an exact number (times as microseconds), a long or a double
            ar<k>      text slot k: every value (as text) with its arrival as two longs (LISTAGG, ARRAY_AGG,
-                      JSON_ARRAYAGG, LAST_VALUE with DISTINCT); al<k> in layouts recorded before, with
-                      the arrival as a struct (``StageLayout.ordered_lists``)
+                      JSON_ARRAYAGG, LAST_VALUE with DISTINCT); al<k> with it as a struct, in layouts
+                      recorded before
            dv<j>      distinct slot j: the set of values, as text
 
 where ``s`` and ``p`` are the scale and the digits the slot's shape keeps: as many as Spark's own
@@ -52,8 +54,8 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, ALL_BY_KEY, ALL_ORDERED, AGGREGATES, ARRIVAL_ORDER,
-                                           ARRIVAL_ORDER_TYPE, ARRIVED, BY_ORDER, DEFAULT_ACCURACY, FIRST_BY_ARRIVAL, KEYED,
+from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, ALL_BY_KEY, AGGREGATES, ARRIVAL_ORDER, ARRIVAL_ORDER_TYPE,
+                                           ARRIVED, BY_ORDER, ORDERED, DEFAULT_ACCURACY, FIRST_BY_ARRIVAL, KEYED,
                                            LAST_BY_ARRIVAL, MERGE, ORDER_DIGITS, SKETCH, SUM_SQUARES, Field, Pool,
                                            Result, sketch_size, state_of)
 from stategate.analyzer.errors import SQLModelError
@@ -133,7 +135,7 @@ class Slot:
     filter: str | None = None  # input column holding its FILTER (WHERE ...) predicate
     key: str | None = None  # input column holding its key, for an aggregate keeping values by key
     counts_rows: bool = False  # a COUNT(*) whose count is the row count (``StageLayout.counted``)
-    ordered_lists: bool = True  # its layout's ``StageLayout.ordered_lists``
+    ordered_arrivals: bool = True  # its layout's ``StageLayout.ordered_arrivals``
 
     @property
     def function(self) -> str:
@@ -212,8 +214,8 @@ def _unserialized(column: Column, field: _Field) -> Column:
         return F.udf(unsafe_rows.strings, "array<string>", useArrow=False)(column)
     if field.sql_type == KEYED:
         return F.udf(unsafe_rows.keyed, f"array<{KEYED}>", useArrow=False)(column)
-    if field.sql_type == ALL_ORDERED.sql_type:
-        return F.udf(unsafe_rows.ordered, f"array<{ALL_ORDERED.sql_type}>", useArrow=False)(column)
+    if field.sql_type == ORDERED:
+        return F.udf(unsafe_rows.ordered, f"array<{ORDERED}>", useArrow=False)(column)
     decoded = F.udf(unsafe_rows.arrivals, "array<struct<t:bigint,f:bigint,n:bigint,v:string>>",
                     useArrow=False)(column)
     return F.transform(decoded, lambda e: _with_arrival(F.timestamp_micros(e["t"]), e["f"], e["n"], e["v"])) \
@@ -230,20 +232,25 @@ def _with_order(high: Column, low: Column, value: Column) -> Column:
     return F.struct(high.alias("h"), low.alias("l"), value.alias("v"))
 
 
-def ordered_from_arrived(kept: str) -> Column:
-    """A list of values kept with their arrivals as a struct (``analyzer.aggregates.ALL_ARRIVED``,
-    in the column ``kept``) as the list a layout with ``StageLayout.ordered_lists`` keeps: each
-    arrival as two longs, in the same order. A re-seed carries such a list into the new layout's."""
-    high, low = arrival_halves("e.o")
-    return F.expr(f"transform(`{kept}`, e -> named_struct('h', {high}, 'l', {low}, 'v', e.v))")
+def ordered_from_arrived(kept: str, listed: bool) -> Column:
+    """A value kept with its arrival as a struct (``analyzer.aggregates.ARRIVED``, in the column
+    ``kept``), or a list of them (``listed``), as a layout with ``StageLayout.ordered_arrivals``
+    keeps it: the arrival as two longs, in the same order. A re-seed carries it into the new layout's."""
+    if listed:
+        high, low = arrival_halves("e.o")
+        return F.expr(f"transform(`{kept}`, e -> named_struct('h', {high}, 'l', {low}, 'v', e.v))")
+    high, low = arrival_halves(f"`{kept}`.o")
+    return F.expr(f"named_struct('h', {high}, 'l', {low}, 'v', `{kept}`.v)")
 
 
-def from_text(kept: str, field: Field, sql_type: str, family: Family) -> Column:
+def from_text(kept: str, nested: bool, field: Field, sql_type: str, family: Family) -> Column:
     """A field of a FIRST_VALUE or LAST_VALUE of a number or a time (its arrival as one number,
-    or its value in ``sql_type``) from the column ``kept``: the value as text with its arrival, as
-    slots recorded before kept them. A re-seed carries such a slot's state into the new layout's."""
+    or its value in ``sql_type``) from the column ``kept``: the value as text with its arrival (as
+    a struct where ``nested``, ``analyzer.aggregates.ARRIVED``), as slots recorded before, or of an
+    argument whose type was not certain, kept it. A re-seed carries such a slot's state into the
+    new layout's."""
     if field is ARRIVAL_ORDER:
-        return F.expr(arrival_order(f"`{kept}`.o"))
+        return F.expr(arrival_order(f"`{kept}`.o") if nested else _order_of(f"`{kept}`.h", f"`{kept}`.l"))
     return F.expr(f"CAST({_taken(f'`{kept}`.v', family)} AS {sql_type})")
 
 
@@ -251,7 +258,7 @@ def pooled_as_kept(slices: DataFrame, layout: StageLayout) -> DataFrame:
     """Slices of the slice log (:func:`pooled`) with their fields as a stage of ``layout`` keeps
     them: a list pooled in arrival order gets back an arrival per value, its position. A closed
     slice takes no more values, so that order is all it needs."""
-    kept = {f.name: f.sql_type for f in _buffer(layout, {}) if f.serialized and f.sql_type in (ARRIVED, ALL_ORDERED.sql_type)}
+    kept = {f.name: f.sql_type for f in _buffer(layout, {}) if f.serialized and f.sql_type in (ARRIVED, ORDERED)}
 
     def with_positions(column: str, sql_type: str) -> Column:
         zero = F.lit(0).cast("long")
@@ -441,7 +448,7 @@ def slot_fields(slot: Slot) -> list[tuple[str, str]]:
     if slot.counts_rows:
         return [(ROWS, "count")]
     return [(f"{field.stem}{slot.index}", function)
-            for field, function in state_of(slot.function, slot.family, slot.aggregate.distinct, slot.ordered_lists)]
+            for field, function in state_of(slot.function, slot.family, slot.aggregate.distinct, slot.ordered_arrivals)]
 
 
 def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_Field]:
@@ -452,7 +459,7 @@ def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_F
                 continue  # its count is the row count
             slot = slots.get((pool, i))
             held = dict(slot_fields(slot)) if slot else {}
-            for field in shape.fields(pool, layout.ordered_lists):
+            for field in shape.fields(pool, layout.ordered_arrivals):
                 name = f"{field.stem}{i}"
                 fields.append(_Field(name, held.get(name, field.idle), shape.sql_type(field), slot if name in held else None,
                                      field))
@@ -513,7 +520,7 @@ def _input(field: _Field) -> tuple[str, str, str]:
         argument = _sketched(slot)
     elif function in _BY_ARRIVAL:  # the value as text, after where it arrived from: ordered by that
         function = _BY_ARRIVAL[function]
-        arrival = f"'h', `{ORDER_HIGH}`, 'l', `{ORDER_LOW}`" if field.kind is ALL_ORDERED else f"'o', `{ARRIVAL}`"
+        arrival = f"'h', `{ORDER_HIGH}`, 'l', `{ORDER_LOW}`" if field.sql_type == ORDERED else f"'o', `{ARRIVAL}`"
         argument = f"CAST(named_struct({arrival}, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
     elif field.kind is ARRIVAL_ORDER:
         argument = f"`{ORDER}`"
@@ -544,7 +551,11 @@ def arrival_order(arrival: str) -> str:
     """An arrival (the SQL of a ``struct<t, f, n>``, ``analyzer.aggregates.ARRIVAL``) as one number
     (``ARRIVAL_ORDER_TYPE``), as SQL: its two halves (:func:`arrival_halves`) with one
     multiplication: each decimal of more than 18 digits Spark computes is a Java BigDecimal."""
-    high, low = arrival_halves(arrival)
+    return _order_of(*arrival_halves(arrival))
+
+
+def _order_of(high: str, low: str) -> str:
+    """An arrival's two halves (:func:`arrival_halves`, as SQL) as one number, as SQL."""
     return f"CAST(CAST({high} AS DECIMAL(18,0)) * {10 ** 18}BD + {low} AS {ARRIVAL_ORDER_TYPE})"
 
 

@@ -8,8 +8,9 @@ from stategate.analyzer import Report, SQLModelError, Verdict, build, compare_mo
 from stategate.analyzer.report import Carried
 from stategate.analyzer.judgement import Deployed, judge
 from stategate.analyzer.aggregates import (ALL_ARRIVED, ALL_ORDERED, ARRIVAL_ORDER, COUNTED, EXACT_BY_ORDER,
-                                           EXACT_SQUARES, EXACT_SUM, FIRST_ARRIVED, FLOATING_BY_ORDER,
-                                           INTEGER_BY_ORDER, INTEGER_VALUE, LAST_ARRIVED, Pool)
+                                           EXACT_SQUARES, EXACT_SUM, FIRST_ARRIVED, FIRST_ORDERED,
+                                           FLOATING_BY_ORDER, INTEGER_BY_ORDER, INTEGER_VALUE, LAST_ARRIVED,
+                                           LAST_ORDERED, Pool)
 from stategate.analyzer.families import Family
 from stategate.analyzer.layout import (
     GENERIC, LAYOUT_V1, JobLayout, NoRoom, Shape, plan,
@@ -293,14 +294,16 @@ def test_first_and_last_value_keep_numbers_and_times_in_their_own_type_and_slots
     assert pool["shapes"][:4] == ["FIRST_VALUE:t0p18", "LAST_VALUE:i", "FIRST_VALUE:d", "LAST_VALUE"]
     assert [Shape.parse(s).fields(Pool.TEXT) for s in pool["shapes"][:4]] == [
         (ARRIVAL_ORDER, EXACT_BY_ORDER), (ARRIVAL_ORDER, INTEGER_BY_ORDER), (ARRIVAL_ORDER, FLOATING_BY_ORDER),
-        (LAST_ARRIVED,)]
+        (LAST_ORDERED,)]
     old = job("SUM(price), FIRST_VALUE(price)")
     signature = deployed(old)
     recorded = signature["pipelines"]["select#1"]["stages"][0]["slots"]["text"]
     recorded["shapes"][0] = "FIRST_VALUE"  # as a checkpoint of an earlier version recorded it
     assert judged(old, old, signature).verdict is Verdict.FULL
     legacy = Shape.parse("FIRST_VALUE")
-    assert legacy.kept_family(Family.EXACT) is Family.TEXT and legacy.fields(Pool.TEXT) == (FIRST_ARRIVED,)
+    assert legacy.kept_family(Family.EXACT) is Family.TEXT and legacy.fields(Pool.TEXT) == (FIRST_ORDERED,)
+    # A layout recorded before arrivals were two longs keeps the value with its arrival as a struct.
+    assert legacy.fields(Pool.TEXT, ordered_arrivals=False) == (FIRST_ARRIVED,)
     kept = plan(build(old), JobLayout.from_signature(signature)).pipelines["select#1"][0]
     assert str(kept.text.shapes[0]) == "FIRST_VALUE" and dict(kept.text.assigned)["FIRST_VALUE(Bid.price)"] == 0
 
@@ -315,9 +318,9 @@ def test_last_value_distinct_keeps_every_value_in_a_slot_of_its_own_shape() -> N
     assert pool["shapes"] == ["LAST_VALUE", "LAST_VALUE DISTINCT", "*", "*"]
     shapes = [Shape.parse(shape) for shape in pool["shapes"][:2]]
     assert [str(shape) for shape in shapes] == pool["shapes"][:2] and not shapes[0].holds(shapes[1])
-    assert shapes[0].fields(Pool.TEXT) == (LAST_ARRIVED,) and shapes[1].fields(Pool.TEXT) == (ALL_ORDERED,)
-    # A layout recorded before lists kept their arrivals as two longs keeps the nested struct.
-    assert shapes[1].fields(Pool.TEXT, ordered_lists=False) == (ALL_ARRIVED,)
+    assert shapes[0].fields(Pool.TEXT) == (LAST_ORDERED,) and shapes[1].fields(Pool.TEXT) == (ALL_ORDERED,)
+    # A layout recorded before arrivals were two longs keeps them as a struct.
+    assert [shape.fields(Pool.TEXT, ordered_arrivals=False) for shape in shapes] == [(LAST_ARRIVED,), (ALL_ARRIVED,)]
     assert judged(old, job("LAST_VALUE(DISTINCT item), LAST_VALUE(item)"), signature).verdict is Verdict.FULL
     swapped = judged(old, job("LAST_VALUE(DISTINCT price), LAST_VALUE(price)"), signature)
     assert swapped.verdict is Verdict.INCOMPATIBLE and "none of them fits LAST_VALUE(DISTINCT Bid.price)" in swapped.to_text()

@@ -22,7 +22,7 @@ import pytest
 
 from benchmarks.flink_oracle import WINDOWS
 from stategate.analyzer import Verdict
-from stategate.analyzer.layout import ORDERED_LISTS
+from stategate.analyzer.layout import ORDERED_ARRIVALS
 from tests.spark_jobs.flink_fixtures import assert_equals_flink, ddl, queries, recorded
 from tests.spark_jobs.helpers import CLOSER, bid_ddl, collect, collect_pipelines, collect_run, recorded_checkpoint
 from tests.spark_jobs.test_restart import PART_A, PART_B, query, write as write_bids
@@ -178,7 +178,7 @@ def test_lists_kept_with_nested_arrivals_by_an_earlier_release_go_on_and_re_seed
         ("supplier2", "2020-04-15 08:00:00", "2", "A,E", str(prices[1]), "E"),
         ("supplier2", "2020-04-15 08:10:00", "1", "F", str(prices[2]), "F")]
     stage = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0]
-    assert ORDERED_LISTS not in stage["slots"], "the recorded layout goes on as it was written"
+    assert ORDERED_ARRIVALS not in stage["slots"], "the recorded layout goes on as it was written"
 
     checkpoint, sql = recorded_before(NESTED_ARRIVALS, tmp_path / "reseeded")
     added = sql.replace("last_item STRING)", "last_item STRING, low DECIMAL(10, 2))") \
@@ -187,7 +187,7 @@ def test_lists_kept_with_nested_arrivals_by_an_earlier_release_go_on_and_re_seed
     continued, result = collect_run(spark, added, checkpoint, pipeline="Out")
     assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
     stage = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0]
-    assert stage["slots"][ORDERED_LISTS] is True
+    assert stage["slots"][ORDERED_ARRIVALS] is True
     assert continued == [row + (low,) for row, low in zip(uninterrupted, ("3.00", "1.00", "6.00"))]
 
 

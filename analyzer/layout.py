@@ -300,11 +300,12 @@ class StageLayout:
         from a layout where it was the row count; one added at a re-seed starts from zero, which the
         row count does not. Fixed for the checkpoint's life: the slot is never given to another
         aggregate, nor to a COUNT(*) added again after it was dropped (that one starts from zero).
-    :param ordered_arrivals: its lists of values kept with their arrivals keep each arrival as two
-        longs (:data:`~analyzer.aggregates.ALL_ORDERED`); layouts recorded before keep a nested
-        struct (:data:`~analyzer.aggregates.ALL_ARRIVED`), which costs each value 24 bytes more in
-        every state row, shuffle and changelog. Fixed for the checkpoint's life: the field's type
-        is the state's schema; a re-seed carries a list into the new field.
+    :param ordered_arrivals: its values kept as text with their arrivals (FIRST_VALUE of text, every
+        value of a list) keep each arrival as two longs (:data:`~analyzer.aggregates.ORDERED`);
+        layouts recorded before keep a nested struct (:data:`~analyzer.aggregates.ARRIVED_BEFORE`),
+        which costs each value 24 bytes more in every state row, shuffle and changelog. Fixed for
+        the checkpoint's life: the field's type is the state's schema; a re-seed carries the values
+        into the new fields.
     """
 
     plain: Slots
@@ -361,7 +362,7 @@ class StageLayout:
 
 #: The keys of a re-seeded stage, of one whose state key has no grouping-set column, of one whose
 #: state keeps every field, of one whose state key starts with the window, of the slot whose
-#: count is the row count, and of one whose lists keep arrivals as two longs, in a recorded layout.
+#: count is the row count, and of one whose arrivals are two longs, in a recorded layout.
 SEEDED, SET_KEYED, WHOLE, WINDOW_FIRST, COUNTED, ORDERED_ARRIVALS = ("seeded", "gs", "whole", "window_first", "counted",
                                                                   "ordered_arrivals")
 

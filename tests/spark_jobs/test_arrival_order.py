@@ -134,6 +134,19 @@ def recorded_before(name: str, tmp_path: Path) -> tuple[Path, str]:
     return checkpoint, sql
 
 
+def reseeded_by_an_added_min(spark, name: str, tmp_path: Path, last: str) -> tuple[list[tuple], dict]:
+    """The recorded checkpoint ``name`` restarted with ``MIN(price)`` added after its ``last``
+    aggregate, which re-seeds it: the rows, and the recorded slots of its stage after."""
+    checkpoint, sql = recorded_before(name, tmp_path)
+    added = sql.replace("last_item STRING)", "last_item STRING, low DECIMAL(10, 2))") \
+        .replace(f"{last}\n", f"{last}, MIN(price)\n")
+    assert added.count("MIN(price)") == 1 and added.count("low DECIMAL") == 1
+    rows, result = collect_run(spark, added, checkpoint, pipeline="Out")
+    assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
+    signature = json.loads((checkpoint / "_stategate" / "signature.json").read_text())
+    return rows, signature["pipelines"]["Out"]["stages"][0]["slots"]
+
+
 def test_first_and_last_value_kept_as_text_by_an_earlier_release_go_on_and_re_seed_into_their_own_type(
         spark, tmp_path) -> None:
     """Upgrading stategate keeps a deployed FIRST_VALUE's state: the recorded slots go on as text,
@@ -150,15 +163,8 @@ def test_first_and_last_value_kept_as_text_by_an_earlier_release_go_on_and_re_se
         ("supplier2", "2020-04-15 08:10:00", "1", "6.00", "2020-04-15 08:17:00", "600", "F")]
     assert '"FIRST_VALUE"' in (checkpoint / "_stategate" / "signature.json").read_text()
 
-    checkpoint, sql = recorded_before(KEPT_AS_TEXT, tmp_path / "reseeded")
-    added = sql.replace("last_item STRING)", "last_item STRING, low DECIMAL(10, 2))") \
-        .replace("LAST_VALUE(item)\n", "LAST_VALUE(item), MIN(price)\n")
-    assert added.count("MIN(price)") == 1 and added.count("low DECIMAL") == 1
-    continued, result = collect_run(spark, added, checkpoint, pipeline="Out")
-    assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
-    text = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0][
-        "slots"]["text"]
-    assert text["shapes"] == ["FIRST_VALUE:m2p10", "LAST_VALUE:t0p18", "LAST_VALUE:i", "LAST_VALUE"]
+    continued, slots = reseeded_by_an_added_min(spark, KEPT_AS_TEXT, tmp_path / "reseeded", "LAST_VALUE(item)")
+    assert slots["text"]["shapes"] == ["FIRST_VALUE:m2p10", "LAST_VALUE:t0p18", "LAST_VALUE:i", "LAST_VALUE"]
     assert continued == [row + (low,) for row, low in zip(uninterrupted, ("3.00", "1.00", "6.00"))]
 
 
@@ -180,14 +186,9 @@ def test_lists_kept_with_nested_arrivals_by_an_earlier_release_go_on_and_re_seed
     stage = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0]
     assert ORDERED_ARRIVALS not in stage["slots"], "the recorded layout goes on as it was written"
 
-    checkpoint, sql = recorded_before(NESTED_ARRIVALS, tmp_path / "reseeded")
-    added = sql.replace("last_item STRING)", "last_item STRING, low DECIMAL(10, 2))") \
-        .replace("LAST_VALUE(DISTINCT item)\n", "LAST_VALUE(DISTINCT item), MIN(price)\n")
-    assert added.count("MIN(price)") == 1 and added.count("low DECIMAL") == 1
-    continued, result = collect_run(spark, added, checkpoint, pipeline="Out")
-    assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
-    stage = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0]
-    assert stage["slots"][ORDERED_ARRIVALS] is True
+    continued, slots = reseeded_by_an_added_min(spark, NESTED_ARRIVALS, tmp_path / "reseeded",
+                                                "LAST_VALUE(DISTINCT item)")
+    assert slots[ORDERED_ARRIVALS] is True
     assert continued == [row + (low,) for row, low in zip(uninterrupted, ("3.00", "1.00", "6.00"))]
 
 

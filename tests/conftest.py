@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from tests.jvm import SHORT_LIVED, JobClasses, add_option, long_lived_jvm
+from tests.servers import BackgroundCluster
 from tests.wheel import WheelEnvironment
 
 os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -23,6 +24,7 @@ JVM_TESTS = (TESTS / "spark_jobs", TESTS / "provider")
 PACKAGING_TESTS = TESTS / "test_packaging.py"
 job_classes: JobClasses | None = None
 wheel_environment: WheelEnvironment | None = None
+cluster: BackgroundCluster | None = None
 
 
 def starts_jvms(item: pytest.Item) -> bool:
@@ -30,9 +32,11 @@ def starts_jvms(item: pytest.Item) -> bool:
 
 
 def pytest_collection_finish(session: pytest.Session) -> None:
-    global job_classes, wheel_environment
+    global job_classes, wheel_environment, cluster
     if any(starts_jvms(item) for item in session.items):
         job_classes = JobClasses()
+    if any("spark_cluster" in getattr(item, "fixturenames", ()) for item in session.items):
+        cluster = BackgroundCluster(job_classes)
     if any(item.path == PACKAGING_TESTS for item in session.items):
         wheel_environment = WheelEnvironment()
 
@@ -41,9 +45,13 @@ def pytest_collection_finish(session: pytest.Session) -> None:
 def pytest_runtest_setup(item: pytest.Item) -> None:
     if job_classes is not None and starts_jvms(item):
         job_classes.share()
+        if cluster is not None:  # no JVM of a test starts while the cluster's do
+            cluster.join()
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    if cluster is not None:
+        cluster.stop()
     if job_classes is not None:
         job_classes.stop()
     if wheel_environment is not None:
@@ -68,15 +76,9 @@ def installed_wheel() -> Path:
 
 
 @pytest.fixture(scope="session")
-def spark_cluster(tmp_path_factory):
+def spark_cluster():
     """One Spark standalone cluster for the session: a master and two workers (one core, 1 GB each)
-    on 127.0.0.1, stopped by their pids at the end."""
-    from tests.servers import SparkStandalone
-
-    cluster = SparkStandalone(str(tmp_path_factory.mktemp("spark-cluster")))
-    try:
-        cluster.add_worker()
-        cluster.add_worker()
-        yield cluster
-    finally:
-        cluster.stop()
+    on 127.0.0.1, started in the background (:class:`tests.servers.BackgroundCluster`), stopped by
+    their pids at the end."""
+    assert cluster is not None, "started for every session that collects a test using it"
+    return cluster.wait()

@@ -28,6 +28,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -82,6 +83,7 @@ class JobClasses:
               "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
               "GROUP BY supplier_id, window_start, window_end;\n")
         options = with_option(f"-XX:ArchiveClassesAtExit={self.archive} {QUIET_ARCHIVE}")
+        self._sharing = threading.Lock()  # the cluster's starter (tests.conftest) waits for it too
         self._writer: subprocess.Popen | None = subprocess.Popen(
             [sys.executable, "-m", "stategate.spark_jobs", "run", "--sql", str(script),
              "--checkpoint", str(work / "checkpoint")], env={**os.environ, OPTIONS: options},
@@ -89,10 +91,13 @@ class JobClasses:
 
     def share(self) -> None:
         """Wait for the archive (the first call only): every JVM started after maps it. If it could
-        not be written, nothing changes."""
-        if self._writer is None:
-            return
-        writer, self._writer = self._writer, None
+        not be written, nothing changes. A second caller waits for the first."""
+        with self._sharing:
+            if self._writer is not None:
+                self._wait(self._writer)
+                self._writer = None
+
+    def _wait(self, writer: subprocess.Popen) -> None:
         try:
             # Until its output ends, not only the job: the job's JVM holds the pipe while it
             # writes the archive, after the Python process has exited.
@@ -106,7 +111,8 @@ class JobClasses:
 
     def stop(self) -> None:
         """At the session's end: end the writing job if no test needed the archive, and remove it."""
-        if self._writer is not None:
-            self._writer.kill()
-            self._writer.wait()
+        with self._sharing:
+            if self._writer is not None:
+                self._writer.kill()
+                self._writer.wait()
         shutil.rmtree(self.work, ignore_errors=True)

@@ -4,14 +4,20 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
+import threading
 import time
 import urllib.request
 from contextlib import closing
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
+
+if TYPE_CHECKING:
+    from tests.jvm import JobClasses
 
 
 def free_port() -> int:
@@ -108,3 +114,47 @@ class SparkStandalone:
     def stop(self) -> None:
         for process in [*self.workers.values(), self.master]:
             stop(process)
+
+
+class BackgroundCluster:
+    """The session's standalone cluster (a master and two workers), started by a thread while the
+    tests that start no JVM run on the other core: its three JVMs took 11.5 s to come up here. It
+    starts once the job's class archive is written (:class:`tests.jvm.JobClasses`), so that its
+    workers, and the executors they launch, map it."""
+
+    def __init__(self, classes: JobClasses | None) -> None:
+        self.work = tempfile.mkdtemp(prefix="stategate-spark-cluster-")
+        self._classes = classes
+        self._cluster: SparkStandalone | None = None
+        self._failure: Exception | None = None
+        self._starter = threading.Thread(target=self._start, name="spark-cluster", daemon=True)
+        self._starter.start()
+
+    def _start(self) -> None:
+        try:
+            if self._classes is not None:
+                self._classes.share()
+            self._cluster = SparkStandalone(self.work)
+            self._cluster.add_worker()
+            self._cluster.add_worker()
+        except (OSError, RuntimeError) as failure:  # raised where a test waits for the cluster
+            self._failure = failure
+
+    def join(self) -> None:
+        """Wait until it is up, or failed to come up (which :meth:`wait` raises)."""
+        self._starter.join()
+
+    def wait(self) -> SparkStandalone:
+        """The cluster, once up; what failed to start it, raised."""
+        self.join()
+        if self._failure is not None:
+            raise self._failure
+        assert self._cluster is not None
+        return self._cluster
+
+    def stop(self) -> None:
+        """At the session's end: stop its processes by their pids, and remove its directory."""
+        self._starter.join()
+        if self._cluster is not None:
+            self._cluster.stop()
+        shutil.rmtree(self.work, ignore_errors=True)

@@ -46,17 +46,15 @@ for test_dag in Path(__file__).with_name("dags").glob("*.py"):
     shutil.copy(test_dag, DAGS)
 # Migrated in the background (11 s here) while the analyzer's tests run; a provider test waits for it.
 MIGRATE_LOG = HOME / "migrate.log"
-_migrating: subprocess.Popen | None = subprocess.Popen(
+_migrating = subprocess.Popen(
     [sys.executable, "-m", "airflow", "db", "migrate"], stdout=MIGRATE_LOG.open("wb"), stderr=subprocess.STDOUT)
 sys.path.append(str(DAGS))  # as Airflow does for its dags folder: DAG files import as modules
 
 
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    """Before the first provider test: the metadata DB migrated, or the migration's output raised."""
-    global _migrating
-    if _migrating is not None:
-        failed, _migrating = _migrating.wait(timeout=600), None
-        assert failed == 0, f"airflow db migrate failed:\n{MIGRATE_LOG.read_text(errors='replace')[-3000:]}"
+    """Before each provider test: the metadata DB migrated, or the migration's output raised."""
+    failed = _migrating.wait(timeout=600)
+    assert failed == 0, f"airflow db migrate failed:\n{MIGRATE_LOG.read_text(errors='replace')[-3000:]}"
 
 
 @pytest.fixture(scope="session")
@@ -113,7 +111,7 @@ def s3_root(s3_server: str, request) -> str:
 
 
 def pytest_sessionfinish(session, exitstatus) -> None:
-    if _migrating is not None:  # no provider test ran
+    if _migrating.poll() is None:  # no provider test ran
         _migrating.kill()
         _migrating.wait()
     shutil.rmtree(HOME, ignore_errors=True)

@@ -143,7 +143,7 @@ class WindowAssembler:
         order = (-start if self.slicer.kind.latest_first else start).alias(_SLICE)
         group = [F.col(name) for name in (*self.keys, GROUPING_SET)]
         return _AssemblyPlan(group, F.col("w"), [F.col(name) for name in values], pooled, last_end, first <= last,
-                             ends, end, order, state.combine(self.slots, F.col(_SLICE)), window.alias("w"))
+                             ends, end, order, state.combine(self.slots, _SLICE), window.alias("w"))
 
     def _windows(self, pool: DataFrame, low: int | None, high: int | None) -> DataFrame:
         if high is None:

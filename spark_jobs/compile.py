@@ -178,41 +178,44 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
                                   source)
         assert upstream.assembler is None, "check_pipeline refuses a window over assembled windows"
         rows, mapping = _cascade_input(upstream, layouts[1])
-        typed = upstream.results
+        typed, time = upstream.results, "ts"
     else:
-        rows, mapping = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window, cutover,
-                                      source, arrival=ordered)
+        rows, mapping, time = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window,
+                                            cutover, source, arrival=ordered)
         typed = Typing(model)
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
     keys = [KEY.format(i) for i in range(len(plain_keys))]
-    columns: list[Column] = [F.col("ts")]
+    # One projection of the input (each DataFrame step is analysed as it is built: about 20 ms).
+    columns: list[Column] = [F.expr(f"`{time}` AS ts")]
     if ordered:
         arrival = f"`{state.ARRIVAL}`"
         high, low = state.arrival_halves(arrival)
-        columns += [F.col(state.ARRIVAL), F.expr(state.arrival_order(arrival)).alias(state.ORDER),
-                    F.expr(high).alias(state.ORDER_HIGH), F.expr(low).alias(state.ORDER_LOW)]
-    columns += [to_column(k.value.expr, mapping, typed).alias(name) for k, name in zip(plain_keys, keys)]
+        columns += [F.col(state.ARRIVAL), F.expr(f"{state.arrival_order(arrival)} AS `{state.ORDER}`"),
+                    F.expr(f"{high} AS `{state.ORDER_HIGH}`"), F.expr(f"{low} AS `{state.ORDER_LOW}`")]
+    columns += [to_column(k.value.expr, mapping, typed, name) for k, name in zip(plain_keys, keys)]
     inputs: list[tuple[Aggregate, str | None, str | None, str | None]] = []
     for index, agg in enumerate(aggregate.aggregates):
         value = f"v{index}" if agg.args else None
         if value:
-            columns.append(to_column(value_of(agg), mapping, typed).alias(value))
+            columns.append(to_column(value_of(agg), mapping, typed, value))
         key = f"by{index}" if AGGREGATES[agg.function].keyed else None
         if key:
-            columns.append(to_column(agg.args[0].expr, mapping, typed).alias(key))
+            columns.append(to_column(agg.args[0].expr, mapping, typed, key))
         flt = None
         if agg.filter is not None:
             flt = f"f{index}"
-            columns.append(to_column(agg.filter.expr, mapping, typed).alias(flt))
+            columns.append(to_column(agg.filter.expr, mapping, typed, flt))
         inputs.append((agg, value, flt, key))
-    projected = rows.select(*columns)
-    slots = [replace(_slot(agg, layout, value, flt, projected), key=key) for agg, value, flt, key in inputs]
     sets = None
     if aggregate.grouping_sets is not None:
         index_of = {k.value.key: i for i, k in enumerate(plain_keys)}
         sets = [[index_of[r.key] for r in members] for members in aggregate.grouping_sets]
-    carry = ["ts", *[c for c in projected.columns if c != "ts" and c not in keys]]
-    keyed = state.explode_grouping_sets(projected, keys, sets, carry)
+    else:
+        columns.append(F.expr(f"0 AS {state.GROUPING_SET}"))
+    keyed = projected = rows.select(*columns)
+    slots = [replace(_slot(agg, layout, value, flt, projected), key=key) for agg, value, flt, key in inputs]
+    if sets is not None:
+        keyed = state.explode_grouping_sets(projected, keys, sets, [c for c in projected.columns if c not in keys])
     slicer = slicer_for(_window(aggregate))
     sliced = slicer.slice(F.col("ts"))
     if layout.seeded:  # the input rows' contributions, and the state carried from the old checkpoint
@@ -259,8 +262,8 @@ def _compile_interval_join(spark: SparkSession, model: JobModel, join: IntervalJ
     """The stream's rows and the window aggregation as one streaming query, joined per micro-batch
     (:mod:`spark_jobs.joins`)."""
     stream, source = join.stream, Typing(model)
-    rows, mapping = _source_input(spark, model, stream.table, stream.filters)
-    rows = rows.select(*[to_column(c.value.expr, mapping, source).alias(c.name) for c in stream.columns])
+    rows, mapping, _ = _source_input(spark, model, stream.table, stream.filters)
+    rows = rows.select(*[to_column(c.value.expr, mapping, source, c.name) for c in stream.columns])
     aggregate = join.window.aggregate
     stage = _compile_stage(spark, model, aggregate, layouts, location)
     field = window_field_of(next(o for o in aggregate.outputs if o.name == join.bound).value.expr)
@@ -290,11 +293,11 @@ def _per_window(aggregate: WindowAggregate, upstream: Stage, after_ms: int | Non
     windows ending after it."""
     windows, mapping = _window_columns(upstream)
     typing = upstream.results
-    keys = [to_column(k.value.expr, mapping, typing).alias(f"g{i}") for i, k in enumerate(aggregate.group_keys)]
+    keys = [to_column(k.value.expr, mapping, typing, f"g{i}") for i, k in enumerate(aggregate.group_keys)]
     values = [whole_windows_aggregate(a, mapping, typing).alias(f"v{i}") for i, a in enumerate(aggregate.aggregates)]
     own = {k.value.key: f"g{i}" for i, k in enumerate(aggregate.group_keys)}
     own.update({a.expr_key: f"v{i}" for i, a in enumerate(aggregate.aggregates)})
-    outputs = [to_column(o.value.expr, own, results_typing(typing, aggregate)).alias(o.name) for o in aggregate.outputs]
+    outputs = [to_column(o.value.expr, own, results_typing(typing, aggregate), o.name) for o in aggregate.outputs]
     if sink_types:
         outputs = [column.cast(data_type).alias(target) for column, (target, data_type) in zip(outputs, sink_types)]
     exists = F.col(state.ROWS) > 0
@@ -348,9 +351,9 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
 
 def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequence[Resolved],
                   window: Window | None = None, cutover: Cutover | None = None, source: int = 0,
-                  arrival: bool = False) -> tuple[DataFrame, dict[str, str]]:
+                  arrival: bool = False) -> tuple[DataFrame, dict[str, str], str]:
     """Table ``name`` as a stream with its watermark (on processing time for a processing-time
-    ``window``) and ``filters`` applied; its event time is the column ``ts``. A ``cutover`` skips
+    ``window``) and ``filters`` applied, and the column of its event time. A ``cutover`` skips
     the files the take-over need not open (those of the query's input ``source``), and the rows
     before its cutoff. With ``arrival``, each row says where it arrived from
     (:func:`spark_jobs.connectors.read_stream`)."""
@@ -373,7 +376,7 @@ def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequ
             df = df.where(F.col(time) >= F.timestamp_millis(F.lit(cutover.cutoff_ms)))
     for predicate in filters:
         df = df.where(_after_watermark(to_column(predicate.expr, mapping, typing), time))
-    return df.withColumn("ts", F.col(time)), mapping
+    return df, mapping, time
 
 
 def _after_watermark(predicate: Column, time: str) -> Column:
@@ -404,7 +407,7 @@ def _cascade_input(upstream: Stage, layout: StageLayout) -> tuple[DataFrame, dic
     level = _window(upstream.aggregate).level
     start, end = upstream.slicer.bounds(F.col("w"))
     columns = [*[F.col(k) for k in upstream.keys],
-               *[state.final_value(s).alias(finals[s.aggregate.identity]) for s in readable],
+               *[state.final_value(s, finals[s.aggregate.identity]) for s in readable],
                start.alias("_ws"), end.alias("_we"), F.window_time(F.col("w")).alias("ts")]
     mapping = {slot.aggregate.expr_key: finals[slot.aggregate.identity] for slot in readable}
     plain = [k for k in upstream.aggregate.group_keys if not k.is_window]
@@ -438,8 +441,7 @@ def _window_columns(stage: Stage) -> tuple[list[Column], dict[str, str]]:
     mapping[sql_key(window_column(level, "window_proctime"))] = "window_time"
     start, end = stage.slicer.bounds(F.col("w"))
     columns = [*[F.col(k) for k in stage.keys],
-               *[state.final_value(slot, stage.assembler is not None).alias(f"a{i}")
-                 for i, slot in enumerate(stage.slots)],
+               *[state.final_value(slot, f"a{i}", stage.assembler is not None) for i, slot in enumerate(stage.slots)],
                start.alias("window_start"), end.alias("window_end"),
                (end - F.expr("INTERVAL 1 MILLISECOND")).alias("window_time")]
     return columns, mapping
@@ -455,7 +457,7 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
     rank_key = sql_key(exp.column(topn.rank_column, table=RANK_MARKER)) if topn else None
     if rank_key:
         mapping[rank_key] = "_rank"
-    result = [to_column(o.value.expr, mapping, stage.results).alias(o.name) for o in outputs]
+    result = [to_column(o.value.expr, mapping, stage.results, o.name) for o in outputs]
     if sink_types:
         result = [column.cast(data_type).alias(target) for column, (target, data_type) in zip(result, sink_types)]
     exists = F.col(state.ROWS) > 0

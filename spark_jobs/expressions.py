@@ -72,8 +72,11 @@ def translated(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None
     return expr.copy().transform(rewrite, copy=False)
 
 
-def to_column(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None) -> SparkColumn:
-    return F.expr(to_spark_sql(expr, columns, typing))
+def to_column(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None,
+              name: str | None = None) -> SparkColumn:
+    """:func:`to_spark_sql` as a column, named ``name`` if given (in the same call to the JVM)."""
+    sql = to_spark_sql(expr, columns, typing)
+    return F.expr(f"{sql} AS `{name.replace('`', '``')}`" if name is not None else sql)
 
 
 def whole_windows_aggregate(aggregate: Aggregate, columns: Mapping[str, str], typing: Typing) -> SparkColumn:
@@ -174,12 +177,30 @@ def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr],
     return None
 
 
+def java_narrowed(value: str, bits: int) -> str:
+    """A floating-point value (Spark SQL text) as Java casts it to an integer type of ``bits``
+    (:func:`_java_narrowed`), as Spark SQL text: how a STDDEV's or VARIANCE's result (Flink's
+    DOUBLE) comes back to its argument's type."""
+    return _java_narrowed(_written(value), bits).sql(dialect="spark")
+
+
+def wrapped(value: str, bits: int) -> str:
+    """An exact integer (Spark SQL text, up to 38 digits) cut to its low ``bits`` as Java's
+    arithmetic cuts it (:func:`_cut`), as Spark SQL text: how an integer sum comes back to the
+    type Flink sums it in."""
+    return _cut(_widened(_written(value), bits), bits).sql(dialect="spark")
+
+
+def _written(value: str) -> exp.Expr:
+    """Spark SQL text as an operand of an expression sqlglot writes, kept as it is."""
+    return exp.var(f"({value})")
+
+
 def _java_narrowed(value: exp.Expr, bits: int) -> exp.Expr:
     """A floating-point ``value`` as Java casts it to an integer type of ``bits`` (Flink's CAST):
     truncated toward zero and held to a long's range for a BIGINT, an int's otherwise (NaN is 0); a
     TINYINT or SMALLINT then keeps the int's low bits, as ``(byte) d`` is ``(byte) (int) d``: 300.9
-    is 44, 5e9 is -1. (``state._floating_result`` narrows a STDDEV's result by the same rule, on
-    columns.)"""
+    is 44, 5e9 is -1."""
     held_bits = 64 if bits == 64 else 32
     low, high = -(2 ** (held_bits - 1)), 2 ** (held_bits - 1) - 1
     held = exp.Case(ifs=[exp.If(this=exp.Anonymous(this="isnan", expressions=[value]), true=exp.Literal.number(0)),

@@ -90,7 +90,7 @@ class _Columns:
         return rows.select(*[F.col(c).alias(r) for c, r in zip(rows.columns, self.renamed[index])])
 
     def outputs(self, outputs: Sequence[Output], sink_types: Sequence[tuple[str, str]], typing: Typing) -> list[Column]:
-        columns = [to_column(o.value.expr, self.names, typing).alias(o.name) for o in outputs]
+        columns = [to_column(o.value.expr, self.names, typing, o.name) for o in outputs]
         return [c.cast(data_type).alias(target) for c, (target, data_type) in zip(columns, sink_types)] \
             if sink_types else columns
 

@@ -47,8 +47,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from decimal import Decimal
-from typing import Callable, Iterator, Sequence
+from typing import Iterator, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
@@ -63,6 +62,7 @@ from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
 from stategate.analyzer.families import MAX_DIGITS, Family
 from stategate.spark_jobs import unsafe_rows
+from stategate.spark_jobs.expressions import java_narrowed, wrapped
 
 #: The internal row count every layout keeps, whatever the query's aggregates: it says which
 #: (key, window) groups exist and shapes sessions. The user's COUNT(*) has a slot of its own, and so
@@ -290,11 +290,10 @@ def grouping_set(layout: StageLayout) -> Column:
     return F.col(GROUPING_SET) if layout.set_keyed else F.lit(0).alias(GROUPING_SET)
 
 
-def explode_grouping_sets(df, keys: Sequence[str], grouping_sets: Sequence[Sequence[int]] | None,
-                          carry: Sequence[str]):
-    """One row per (input row, grouping set): ``gs`` numbers the set, keys outside it are null."""
-    if grouping_sets is None:
-        return df.select(*carry, *keys, F.lit(0).alias(GROUPING_SET))
+def explode_grouping_sets(df: DataFrame, keys: Sequence[str], grouping_sets: Sequence[Sequence[int]],
+                          carry: Sequence[str]) -> DataFrame:
+    """One row per (input row, grouping set): ``gs`` numbers the set, keys outside it are null;
+    the columns ``carry`` as they are."""
     key_structs = F.array(*[
         F.struct(F.lit(index).alias(GROUPING_SET), *[
             (F.col(k) if i in members else F.lit(None).cast(df.schema[k].dataType)).alias(k)
@@ -470,12 +469,12 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
     """``function(value) FILTER (WHERE <the slot counts the row>)``; for an unused field a guard
     that never holds."""
     if field.name == ROWS:
-        return F.count(F.lit(1)).alias(ROWS)
+        return F.expr(f"count(1) AS {_q(ROWS)}")
     if field.slot is None:
         return _idle(field, ts, tag)
     function, argument, guard = _input(field)
     call = _call(function, argument, field, f"`{ORDER}`")
-    return F.expr(f"{call} FILTER (WHERE {guard} AND `{ts}` <> {_never(tag)})").alias(field.name)
+    return F.expr(f"{call} FILTER (WHERE {guard} AND `{ts}` <> {_never(tag)}) AS {_q(field.name)}")
 
 
 def _merged_field(field: _Field, ts: str, tag: int) -> Column:
@@ -486,7 +485,7 @@ def _merged_field(field: _Field, ts: str, tag: int) -> Column:
     function = MERGE[function] if function == "count" else function  # a count is a sum of counts
     order = f"`{_contribution(field.order)}`" if field.order is not None else ""
     call = _call(function, f"`{_contribution(field.name)}`", field, order)
-    return F.expr(f"{call} FILTER (WHERE `{ts}` <> {_never(tag)})").alias(field.name)
+    return F.expr(f"{call} FILTER (WHERE `{ts}` <> {_never(tag)}) AS {_q(field.name)}")
 
 
 def _idle(field: _Field, ts: str, tag: int) -> Column:
@@ -494,7 +493,7 @@ def _idle(field: _Field, ts: str, tag: int) -> Column:
     count; a count of a null literal is folded to 0."""
     argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
     call = _call(BY_ORDER.get(field.function, field.function), argument, field, f"CAST(NULL AS {ARRIVAL_ORDER_TYPE})")
-    return F.expr(f"{call} FILTER (WHERE `{ts}` = {_never(tag)})").alias(field.name)
+    return F.expr(f"{call} FILTER (WHERE `{ts}` = {_never(tag)}) AS {_q(field.name)}")
 
 
 def _never(tag: int) -> str:
@@ -588,22 +587,17 @@ def _accuracy(slot: Slot) -> float:
 
 
 def _squared(value: str, slot: Slot) -> str:
-    """The square of a value, as SQL: in DOUBLE, or exact (:func:`_square_operands`)."""
+    """The square of a value, as SQL: in DOUBLE, or exact (:func:`_exact_square`)."""
     if slot.family is Family.FLOATING:
         return f"CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE)"
-    left, right = _square_operands(_scale(slot))
-    return f"CAST({value} AS {left.simpleString()}) * CAST({value} AS {right.simpleString()})"
+    return _exact_square(value, _scale(slot))
 
 
-def _square_operands(scale: int) -> tuple[T.DecimalType, T.DecimalType]:
-    """The types an exact value of ``scale`` is squared in: Spark multiplies a DECIMAL(19, s) by a
-    DECIMAL(18, s) into a DECIMAL(38, 2s) without rounding (values below 10^(18 - s))."""
-    return T.DecimalType(19, scale), T.DecimalType(18, scale)
-
-
-def _exact_square(value: Column, scale: int) -> Column:
-    left, right = _square_operands(scale)
-    return value.cast(left) * value.cast(right)
+def _exact_square(value: str, scale: int) -> str:
+    """The square of an exact value of ``scale`` (as SQL), exactly: Spark multiplies a
+    DECIMAL(19, s) by a DECIMAL(18, s) into a DECIMAL(38, 2s) without rounding (values below
+    10^(18 - s))."""
+    return f"(CAST({value} AS decimal(19,{scale})) * CAST({value} AS decimal(18,{scale})))"
 
 
 #: No record has this event time: the instant after which :func:`_field` tags its guards.
@@ -620,13 +614,14 @@ def _counted(slot: Slot) -> str:
     return "(" + " AND ".join(parts or ["true"]) + ")"
 
 
-def combine(slots: Sequence[Slot], slice_order: Column) -> list[Column]:
+def combine(slots: Sequence[Slot], slice_order: str) -> list[Column]:
     """Stage 2: a window's values, from the buffers of its slices: only the fields the query's
-    aggregates read (a window is emitted once, so its row needs no fixed schema). ``slice_order``
-    orders a window's slices as Flink merges them, for the lists kept in arrival order."""
+    aggregates read (a window is emitted once, so its row needs no fixed schema). The column
+    ``slice_order`` orders a window's slices as Flink merges them, for the lists kept in arrival order."""
     orders = {name: _order_field(slot.index) for slot in slots
               for name, function in slot_fields(slot) if function in BY_ORDER}
-    return [_merged(name, function, slice_order, orders.get(name)) for name, function in window_fields(slots)]
+    return [F.expr(f"{_merged(name, function, _q(slice_order), orders.get(name))} AS {_q(name)}")
+            for name, function in window_fields(slots)]
 
 
 def window_fields(slots: Sequence[Slot]) -> list[tuple[str, str]]:
@@ -640,44 +635,53 @@ def fields_of(slot: Slot) -> list[str]:
     return [name for name, _ in slot_fields(slot)]
 
 
-def _merged(name: str, function: str, slice_order: Column, order: str | None = None) -> Column:
-    """A field of several buffers merged into one, as the table merges the function that filled it.
-    Lists are concatenated in ``slice_order``: each value's order becomes (its slice's, its own); a
-    value kept by its arrival is taken by the field ``order``."""
-    merge = MERGE[function]
+def _merged(name: str, function: str, slice_order: str, order: str | None = None) -> str:
+    """A field of several buffers merged into one, as the table merges the function that filled it,
+    as SQL. Lists are concatenated in ``slice_order``: each value's order becomes (its slice's, its
+    own); a value kept by its arrival is taken by the field ``order``."""
+    merge, field = MERGE[function], _q(name)
     if order is not None:
-        return getattr(F, merge)(name, order).alias(name)
+        return f"{merge}({field}, {_q(order)})"
     if merge == "union":
-        return F.array_distinct(F.flatten(F.collect_list(name))).alias(name)
+        return f"array_distinct(flatten(collect_list({field})))"
     if merge == "append":
-        return F.flatten(F.collect_list(name)).alias(name)
+        return f"flatten(collect_list({field}))"
     if merge == "concat":  # each slice's values are in arrival order already (pooled)
-        slices = F.sort_array(F.collect_list(F.struct(slice_order.alias("k"), F.col(name).alias("l"))))
-        return F.flatten(slices["l"]).alias(name)
-    return getattr(F, merge)(name).alias(name)
+        return f"flatten(sort_array(collect_list(named_struct('k', {slice_order}, 'l', {field}))).l)"
+    return f"{merge}({field})"
 
 
 def pooled(slots: Sequence[Slot]) -> list[Column]:
     """The fields of a slice that windows are assembled from (:func:`window_fields`): as kept, but a
     list kept with arrivals as its values in arrival order, sorted once per slice rather than once
     per window holding it."""
-    return [in_arrival_order(F.col(name)).alias(name) if function == ALL_BY_ARRIVAL else F.col(name)
+    return [F.expr(f"{in_arrival_order(_q(name))} AS {_q(name)}") if function == ALL_BY_ARRIVAL else F.col(name)
             for name, function in window_fields(slots)]
 
 
-def in_arrival_order(kept: Column) -> Column:
-    """A list of values kept with their arrivals, as the values in arrival order.
+def in_arrival_order(kept: str) -> str:
+    """A list of values kept with their arrivals (the SQL of one), as the values in arrival order.
 
     Spark's ``sort_array`` and a field taken from an array of structs run in the code Spark
     generates; ``array_sort`` (a lambda comparator) and ``transform`` are interpreted per element,
     which cost 1.2-1.4 s more per million values kept (docs: benchmarks). The arrivals are unique,
     so the order is the same with either sort."""
-    return F.sort_array(kept)["v"]
+    return f"sort_array({kept}).v"
 
 
-def final_value(slot: Slot, assembled: bool = False) -> Column:
-    """The aggregate's result for an emitted window, from its slot, typed as Flink types it;
-    ``assembled``: the window was assembled from pooled slices (:func:`pooled`)."""
+# ------------------------------------------------------------------------------- results
+# An emitted window's values are written as Spark SQL, one expression each (:func:`final_value`):
+# built as Columns, each function, operator, literal and lambda was a round trip to the JVM (two
+# more to find a function), most of the time a job took to build its plan (docs: benchmarks, where
+# the time goes).
+
+def final_value(slot: Slot, name: str, assembled: bool = False) -> Column:
+    """The aggregate's result for an emitted window, from its slot, typed as Flink types it, as
+    the column ``name``; ``assembled``: the window was assembled from pooled slices (:func:`pooled`)."""
+    return F.expr(f"{_final(slot, assembled)} AS {_q(name)}")
+
+
+def _final(slot: Slot, assembled: bool) -> str:
     result = slot.result
     if result.spread:
         return _spread(slot, *_spread_state(slot))
@@ -688,31 +692,31 @@ def final_value(slot: Slot, assembled: bool = False) -> Column:
     if result is Result.JSON_OBJECT:
         return _json_object(slot)
     if result is Result.ESTIMATE:
-        return F.coalesce(F.hll_sketch_estimate(fields_of(slot)[0]), F.lit(0)).cast("long")
+        return f"CAST(coalesce(hll_sketch_estimate({_q(fields_of(slot)[0])}), 0) AS BIGINT)"
     if slot.keeps_set:
         if result is Result.COUNT:
-            return F.size(F.col(f"dv{slot.index}")).cast("long")
+            return f"CAST(size({_q(f'dv{slot.index}')}) AS BIGINT)"
         value_type = _value_type(slot)
-        values = F.col(f"dv{slot.index}").cast(T.ArrayType(value_type))
+        values = f"CAST({_q(f'dv{slot.index}')} AS {T.ArrayType(value_type).simpleString()})"
         integers = isinstance(slot.input_type, T.IntegralType)
-        summed = _EXACT_INTEGER if integers else value_type  # integers summed exactly: _long_sum cuts them
-        total = F.aggregate(values, F.lit(None).cast(summed),
-                            lambda acc, x: F.coalesce(acc + x.cast(summed), x.cast(summed)).cast(summed))
+        summed = (_EXACT_INTEGER if integers else value_type).simpleString()  # integers exactly: _long_sum cuts them
+        total = f"aggregate({values}, CAST(NULL AS {summed}), (acc, x) -> CAST(coalesce(acc + CAST(x AS {summed}), " \
+                f"CAST(x AS {summed})) AS {summed}))"
         if result is Result.SUM:
             return _cast(total, slot)
         if result is Result.MEAN:
-            return _mean(total, F.size(values), slot)
-        return _cast(F.array_min(values) if result is Result.MIN else F.array_max(values), slot)
+            return _mean(total, f"size({values})", slot)
+        return _cast(f"{'array_min' if result is Result.MIN else 'array_max'}({values})", slot)
     fields = fields_of(slot)
     if result is Result.COUNT:
-        return F.coalesce(F.col(fields[0]), F.lit(0)).cast("long")
-    value = F.col(fields[-1])
+        return f"CAST(coalesce({_q(fields[0])}, 0) AS BIGINT)"
+    value = _q(fields[-1])
     if result is Result.MEAN:
-        return _mean(value, F.col(fields[0]), slot)
+        return _mean(value, _q(fields[0]), slot)
     if slot.family is Family.TIME:
-        value = F.timestamp_micros(value.cast("long"))
+        value = f"timestamp_micros(CAST({value} AS BIGINT))"
     if result.ordered:  # FIRST_VALUE, LAST_VALUE: in the argument's own type, as Flink's
-        return value.cast(slot.input_type)
+        return _as(value, slot.input_type)
     return _cast(value, slot)
 
 
@@ -721,7 +725,7 @@ def _by_order(slot: Slot) -> bool:
     return any(function in BY_ORDER for _, function in slot_fields(slot))
 
 
-def _arrived(slot: Slot, assembled: bool) -> Column:
+def _arrived(slot: Slot, assembled: bool) -> str:
     """FIRST_VALUE and LAST_VALUE of text: the value kept with the earliest or latest arrival, in
     its own type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given);
     ARRAY_AGG: the values in arrival order, in their own type; JSON_ARRAYAGG: those as a JSON array.
@@ -729,132 +733,119 @@ def _arrived(slot: Slot, assembled: bool) -> Column:
     once, where it first arrived (``analyzer.aggregates.Distinct``): LAST_VALUE's is the value
     whose first arrival is the latest, from the list of every value it keeps then."""
     [(name, function)] = slot_fields(slot)
-    kept = F.col(name)
+    kept = _q(name)
     if function != ALL_BY_ARRIVAL:  # FIRST_VALUE, LAST_VALUE: one value kept
-        return kept["v"].cast(slot.input_type)
+        return _as(f"{kept}.v", slot.input_type)
     values = kept if assembled else in_arrival_order(kept)
     if slot.aggregate.distinct:
-        values = F.array_distinct(values)
+        values = f"array_distinct({values})"
     if slot.result is Result.LAST:
-        return F.try_element_at(values, F.lit(-1)).cast(slot.input_type)
+        return _as(f"try_element_at({values}, -1)", slot.input_type)
     as_typed = T.ArrayType(slot.input_type)
     if slot.result is Result.ARRAY:
-        return F.when(F.size(values) > 0, values.cast(as_typed))
+        return f"CASE WHEN size({values}) > 0 THEN {_as(values, as_typed)} END"
     if slot.result is Result.JSON_ARRAY:  # NULLs absent (Flink's ABSENT ON NULL), [] where none
-        return F.to_json(F.coalesce(values, F.array().cast("array<string>")).cast(as_typed))
+        return f"to_json({_as(f'coalesce({values}, CAST(array() AS array<string>))', as_typed)})"
     separator = slot.aggregate.args[1].expr.name if len(slot.aggregate.args) > 1 else ","
-    return F.when(F.size(values) > 0, F.array_join(values, separator))
+    return f"CASE WHEN size({values}) > 0 THEN array_join({values}, {_text(separator)}) END"
 
 
-def _multiset(slot: Slot) -> Column:
+def _multiset(slot: Slot) -> str:
     """COLLECT: each value, in its own type, with how often it came; an empty map where none did,
     as Flink's MULTISET. The values are sorted, so equal ones stand in a run: a value's count is
     where the next run starts less where its own does. (Counting each distinct value over the whole
     list cost a HOP 60/1 window of 600 values 360,000 comparisons.)"""
-    def counted(values: Column) -> Column:
-        size = F.size(values)
-        # Where each run starts (1-based), then one past the last value.
-        starts = F.concat(F.filter(F.sequence(F.lit(1), F.greatest(size, F.lit(1))), lambda i: (i <= size) & (
-            (i == 1) | (F.element_at(values, i) != F.element_at(values, F.greatest(i - 1, F.lit(1)))))),
-            F.array(size + 1))
-        return _once(starts, lambda bounds: F.transform(F.slice(bounds, 1, F.size(bounds) - 1), lambda start, k: F.struct(
-            F.element_at(values, start).cast(slot.input_type).alias("key"),
-            (F.element_at(bounds, k + 2) - start).cast("int").alias("value"))))
-
-    values = F.sort_array(F.coalesce(F.col(fields_of(slot)[0]), F.array().cast("array<string>")))
-    return F.map_from_entries(_once(values, counted)).cast(T.MapType(slot.input_type, T.IntegerType()))
+    size = "size(_values)"
+    # Where each run starts (1-based), then one past the last value.
+    starts = (f"concat(filter(sequence(1, greatest({size}, 1)), i -> i <= {size} AND (i = 1 OR "
+              f"element_at(_values, i) != element_at(_values, greatest(i - 1, 1)))), array({size} + 1))")
+    counted = _once(starts, "_bounds", "transform(slice(_bounds, 1, size(_bounds) - 1), (start, k) -> named_struct("
+                    f"'key', {_as('element_at(_values, start)', slot.input_type)}, "
+                    "'value', CAST(element_at(_bounds, k + 2) - start AS INT)))")
+    values = f"sort_array(coalesce({_q(fields_of(slot)[0])}, CAST(array() AS array<string>)))"
+    return _as(f"map_from_entries({_once(values, '_values', counted)})", T.MapType(slot.input_type, T.IntegerType()))
 
 
-def _json_object(slot: Slot) -> Column:
+def _json_object(slot: Slot) -> str:
     """JSON_OBJECTAGG: each value, in its own type, under its key, keys in order (Flink sorts them:
     ``SqlJsonUtils.serializeJson``), NULL values as JSON nulls; ``{}`` where none. A NULL key, or a
     key twice in a window, fails the job, as it fails Flink's ("Map views don't support null keys",
     "Key '...' is already present")."""
-    pairs = F.sort_array(F.coalesce(F.col(fields_of(slot)[0]), F.array().cast(f"array<{KEYED}>")))
-
-    def checked(sorted_pairs: Column) -> Column:
-        keys = sorted_pairs["k"]
-        # Sorted, a NULL key comes first and a key twice comes side by side; only a failing
-        # window looks for which key it was.
-        twice = F.filter(F.sequence(F.lit(2), F.greatest(F.size(keys), F.lit(2))),
-                         lambda i: (i <= F.size(keys)) & (F.element_at(keys, i) == F.element_at(keys, i - 1)))
-        return (F.when((F.size(keys) > 0) & F.try_element_at(keys, F.lit(1)).isNull(),
-                       F.raise_error(F.lit(f"{slot.aggregate.written}: a key is NULL; JSON_OBJECTAGG takes none, as "
-                                           "Flink's fails on one")))
-                .when(F.size(F.array_distinct(keys)) < F.size(keys),
-                      F.raise_error(F.concat(F.lit(f"{slot.aggregate.written}: key '"),
-                                             F.element_at(keys, F.element_at(twice, 1)),
-                                             F.lit("' is already present; JSON_OBJECTAGG takes each key once in a "
-                                                   "window, as Flink's does"))))
-                .otherwise(F.to_json(F.map_from_arrays(keys, sorted_pairs["v"].cast(T.ArrayType(slot.input_type))))))
-
-    return _once(pairs, checked)
+    pairs = f"sort_array(coalesce({_q(fields_of(slot)[0])}, CAST(array() AS array<{KEYED}>)))"
+    written = slot.aggregate.written
+    # Sorted, a NULL key comes first and a key twice comes side by side; only a failing window
+    # looks for which key it was.
+    twice = "filter(sequence(2, greatest(size(_pairs.k), 2)), " \
+            "i -> i <= size(_pairs.k) AND element_at(_pairs.k, i) = element_at(_pairs.k, i - 1))"
+    null_key = _text(f"{written}: a key is NULL; JSON_OBJECTAGG takes none, as Flink's fails on one")
+    before, after = f"{written}: key '", "' is already present; JSON_OBJECTAGG takes each key once in a window, as " \
+        "Flink's does"
+    key_twice = f"concat({_text(before)}, element_at(_pairs.k, element_at({twice}, 1)), {_text(after)})"
+    checked = (f"CASE WHEN size(_pairs.k) > 0 AND try_element_at(_pairs.k, 1) IS NULL THEN raise_error({null_key}) "
+               f"WHEN size(array_distinct(_pairs.k)) < size(_pairs.k) THEN raise_error({key_twice}) "
+               f"ELSE to_json(map_from_arrays(_pairs.k, {_as('_pairs.v', T.ArrayType(slot.input_type))})) END")
+    return _once(pairs, "_pairs", checked)
 
 
-def _once(value: Column, body: Callable[[Column], Column]) -> Column:
-    """``body`` of ``value``, with ``value`` computed once: Spark computes a column again wherever
-    a lambda reads it (once per element), but binds a lambda's argument once."""
-    return F.element_at(F.transform(F.array(value), body), 1)
+def _once(value: str, name: str, body: str) -> str:
+    """``body``, in which the lambda variable ``name`` is ``value``, with ``value`` computed once:
+    Spark computes an expression again wherever a lambda reads it (once per element), but binds a
+    lambda's argument once."""
+    return f"element_at(transform(array({value}), {name} -> {body}), 1)"
 
 
-def _spread_state(slot: Slot) -> tuple[Column, Column, Column]:
+def _spread_state(slot: Slot) -> tuple[str, str, str]:
     """The count, sum and sum of squares of a STDDEV's or VARIANCE's values: its slot's fields, or
     for DISTINCT, of its set of values."""
     if not slot.keeps_set:
         count, total, squares = fields_of(slot)
-        return F.col(count), F.col(total), F.col(squares)
-    value_type: T.DataType = T.DoubleType()
-    square_type: T.DataType = T.DoubleType()
+        return _q(count), _q(total), _q(squares)
+    value_type, square_type = "double", "double"
+    squared = "x * x"
     if slot.family is not Family.FLOATING:
-        value_type, square_type = T.DecimalType(38, _scale(slot)), T.DecimalType(38, 2 * _scale(slot))
-    values = F.col(f"dv{slot.index}").cast(T.ArrayType(value_type))
+        scale = _scale(slot)
+        value_type, square_type = f"decimal(38,{scale})", f"decimal(38,{2 * scale})"
+        squared = _exact_square("x", scale)
+    values = f"CAST({_q(f'dv{slot.index}')} AS array<{value_type}>)"
 
-    def summed(terms: Column, data_type: T.DataType) -> Column:
-        return F.aggregate(terms, F.lit(0).cast(data_type), lambda acc, x: (acc + x).cast(data_type))
+    def summed(terms: str, sql_type: str) -> str:
+        return f"aggregate({terms}, CAST(0 AS {sql_type}), (acc, x) -> CAST(acc + x AS {sql_type}))"
 
-    squared = (lambda x: x * x) if slot.family is Family.FLOATING else (lambda x: _exact_square(x, _scale(slot)))
-    size = F.size(values).cast("long")
-    present = size > 0  # no value: every result is NULL, as the fields of an empty slot are
-    return (size, F.when(present, summed(values, value_type)),
-            F.when(present, summed(F.transform(values, squared), square_type)))
+    size = f"CAST(size({values}) AS BIGINT)"
+    present = f"{size} > 0"  # no value: every result is NULL, as the fields of an empty slot are
+    return (size, f"CASE WHEN {present} THEN {summed(values, value_type)} END",
+            f"CASE WHEN {present} THEN {summed(f'transform({values}, x -> {squared})', square_type)} END")
 
 
-def _spread(slot: Slot, count: Column, total: Column, squares: Column) -> Column:
+def _spread(slot: Slot, count: str, total: str, squares: str) -> str:
     """A STDDEV or VARIANCE as Flink computes it from the count ``n``, sum and sum of squares:
     ``(Σx² − (Σx)² / n) / n`` (``n − 1`` for a sample, NULL where that is 0), and its square root
     for a STDDEV. Exact numbers keep Flink's scales: the result's scale ``r`` (the argument's, at
     least 6), ``2r`` for squares, each division rounded half up to ``2r`` (every operand's type is
     chosen so that Spark keeps that scale exactly); the square root goes through DOUBLE. Integers
     and floating point are computed in DOUBLE, and the result cast to the argument's type."""
-    divisor = count - 1 if slot.result.sample else count
-    divisor = F.when(divisor != 0, divisor)
+    divisor = f"({count} - 1)" if slot.result.sample else count
+    divisor = f"CASE WHEN {divisor} != 0 THEN {divisor} END"
     if slot.family is Family.FLOATING:
-        variance = (squares - total * total / count) / divisor
+        variance = f"(({squares}) - ({total}) * ({total}) / {count}) / {divisor}"
         if slot.result.root:
-            variance = F.pow(variance, 0.5)
+            variance = f"pow({variance}, 0.5D)"
         return _floating_result(variance, slot.input_type)
     scale = max(_scale(slot), 6)
-    wide = T.DecimalType(37, 2 * scale)
-    mean_square = _exact_square(total, scale) / count
-    variance = (squares.cast(wide) - mean_square.cast(wide)) / divisor
+    wide = f"decimal(37,{2 * scale})"
+    mean_square = f"{_exact_square(total, scale)} / {count}"
+    variance = f"(CAST({squares} AS {wide}) - CAST({mean_square} AS {wide})) / {divisor}"
     if slot.result.root:
-        variance = F.pow(variance.cast("double"), 0.5)
-    return variance.cast(T.DecimalType(38, scale))
+        variance = f"pow(CAST({variance} AS DOUBLE), 0.5D)"
+    return f"CAST({variance} AS decimal(38,{scale}))"
 
 
-def _floating_result(value: Column, data_type: T.DataType) -> Column:
-    """A DOUBLE result in the argument's type, as Java casts it (Flink's cast of its DOUBLE):
-    truncated toward zero and held to a long's range for a BIGINT, an int's otherwise, NaN as 0; a
-    TINYINT or SMALLINT then keeps the int's low bits: a VARIANCE of TINYINTs of 857.3 is 89. (A
-    CAST in SQL narrows by the same rule: ``expressions._java_narrowed``.)"""
+def _floating_result(value: str, data_type: T.DataType) -> str:
+    """A DOUBLE result in the argument's type, as Java casts it (Flink's cast of its DOUBLE; the
+    rule a CAST in SQL narrows by too: :func:`expressions.java_narrowed`)."""
     if not isinstance(data_type, T.IntegralType):
-        return value.cast(data_type)
-    bits = {T.ByteType: 8, T.ShortType: 16, T.IntegerType: 32, T.LongType: 64}[type(data_type)]
-    held_bits = 64 if bits == 64 else 32
-    low, high = -(2 ** (held_bits - 1)), 2 ** (held_bits - 1) - 1
-    held = F.when(F.isnan(value), F.lit(0)).when(value >= high, F.lit(high)).when(value <= low, F.lit(low)) \
-        .otherwise(value.cast("long"))
-    return (_wrapped(held, bits) if bits < held_bits else held).cast(data_type)
+        return _as(value, data_type)
+    return java_narrowed(value, _INTEGER_BITS[type(data_type)])
 
 
 def _scale(slot: Slot) -> int:
@@ -866,7 +857,7 @@ def _value_type(slot: Slot) -> T.DataType:
     return SUM_TYPES.get(slot.family, slot.input_type)
 
 
-def _cast(value: Column, slot: Slot) -> Column:
+def _cast(value: str, slot: Slot) -> str:
     """Back to the type Flink gives the result: decimals widen to 38 digits and keep their scale
     (AVG keeps at least 6); other types are the input's (AVG of an INT is an INT, as in Flink).
     Flink sums a TINYINT, SMALLINT or INT in its own type, wrapping past its range as Java's
@@ -875,48 +866,51 @@ def _cast(value: Column, slot: Slot) -> Column:
     data_type = slot.input_type
     if isinstance(data_type, T.DecimalType):
         scale = max(data_type.scale, 6) if slot.result is Result.MEAN else data_type.scale
-        return value.cast(T.DecimalType(38, scale))
+        return f"CAST({value} AS decimal(38,{scale}))"
     if slot.result is Result.SUM and isinstance(data_type, T.IntegralType):
         value = _long_sum(value, slot)
-        bits = _WRAPPED_BITS.get(type(data_type))
-        if bits is not None:
-            value = _wrapped(value, bits)
-    return value.cast(data_type)
+        if not isinstance(data_type, T.LongType):
+            value = wrapped(value, _INTEGER_BITS[type(data_type)])
+    return _as(value, data_type)
 
 
-def _mean(total: Column, count: Column, slot: Slot) -> Column:
+def _mean(total: str, count: str, slot: Slot) -> str:
     """AVG as Flink's: of integers, its long sum DIV its count; of other numbers, the quotient."""
     if isinstance(slot.input_type, T.IntegralType):
         return _cast(_quotient(_long_sum(total, slot), count), slot)
-    return _cast(total / count, slot)
+    return _cast(f"({total}) / {count}", slot)
 
 
-def _long_sum(value: Column, slot: Slot) -> Column:
+def _long_sum(value: str, slot: Slot) -> str:
     """An integer sum as Flink keeps it, in a long: a shaped slot keeps one (Spark's sum wraps it,
     :func:`wrapping_sums`); a DISTINCT sum of its set of values and a generic slot's (headroom,
     an older layout) are exact, cut here."""
-    return value if slot.family is Family.INTEGER and not slot.keeps_set else _wrapped(value, 64)
+    return value if slot.family is Family.INTEGER and not slot.keeps_set else wrapped(value, 64)
 
 
 #: An integer summed exactly: no sum of longs a window holds reaches 38 digits.
 _EXACT_INTEGER = T.DecimalType(MAX_DIGITS, 0)
 
 
-def _wrapped(value: Column, bits: int) -> Column:
-    """An integer ``value`` cut to its low ``bits``, as Java's arithmetic wraps it: in a long
-    below 64 bits, exactly (in 38 digits) at 64."""
-    half, whole = 1 << (bits - 1), 1 << bits
-    if bits < 64:
-        return F.pmod(value.cast("long") + F.lit(half), F.lit(whole)) - F.lit(half)
-    return (F.pmod(value.cast(_EXACT_INTEGER) + F.lit(Decimal(half)), F.lit(Decimal(whole)))
-            - F.lit(Decimal(half))).cast("long")
-
-
-def _quotient(total: Column, count: Column) -> Column:
+def _quotient(total: str, count: str) -> str:
     """An integer AVG as Flink's: the sum DIV the count, truncated toward zero (exactly: a
     double's quotient of two longs would round)."""
-    return (total.cast(_EXACT_INTEGER) / count).cast("long")
+    return f"CAST(CAST({total} AS {_EXACT_INTEGER.simpleString()}) / {count} AS BIGINT)"
 
 
-#: The integer types Flink sums in their own width, by that width.
-_WRAPPED_BITS: dict[type[T.DataType], int] = {T.ByteType: 8, T.ShortType: 16, T.IntegerType: 32}
+def _as(value: str, data_type: T.DataType) -> str:
+    return f"CAST({value} AS {data_type.simpleString()})"
+
+
+def _q(name: str) -> str:
+    """A column named ``name``, as SQL."""
+    return f"`{name}`"
+
+
+def _text(text: str) -> str:
+    """``text`` as a SQL string literal."""
+    return "'" + text.replace("\\", "\\\\").replace("'", "\\'") + "'"
+
+
+#: The integer types by their width in bits.
+_INTEGER_BITS: dict[type[T.DataType], int] = {T.ByteType: 8, T.ShortType: 16, T.IntegerType: 32, T.LongType: 64}

@@ -45,7 +45,7 @@ from stategate.spark_jobs import state
 from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler, slices_dir
 from stategate.spark_jobs.connectors import read_stream
 from stategate.spark_jobs.cutover import Cutover
-from stategate.spark_jobs.expressions import results_typing, to_column, whole_windows_aggregate
+from stategate.spark_jobs.expressions import quoted, results_typing, to_column, whole_windows_aggregate
 from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalizer, joined_stream
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
 from stategate.spark_jobs.reseed import read_carried
@@ -186,7 +186,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
     keys = [KEY.format(i) for i in range(len(plain_keys))]
     # One projection of the input (each DataFrame step is analysed as it is built: about 20 ms).
-    columns: list[Column] = [F.expr(f"`{time}` AS ts")]
+    columns: list[Column] = [F.expr(f"{quoted(time)} AS ts")]
     if ordered:
         arrival = f"`{state.ARRIVAL}`"
         high, low = state.arrival_halves(arrival)

@@ -76,7 +76,12 @@ def to_column(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None 
               name: str | None = None) -> SparkColumn:
     """:func:`to_spark_sql` as a column, named ``name`` if given (in the same call to the JVM)."""
     sql = to_spark_sql(expr, columns, typing)
-    return F.expr(f"{sql} AS `{name.replace('`', '``')}`" if name is not None else sql)
+    return F.expr(f"{sql} AS {quoted(name)}" if name is not None else sql)
+
+
+def quoted(name: str) -> str:
+    """The column ``name`` as Spark SQL names it: quoted, whatever it holds."""
+    return "`" + name.replace("`", "``") + "`"
 
 
 def whole_windows_aggregate(aggregate: Aggregate, columns: Mapping[str, str], typing: Typing) -> SparkColumn:

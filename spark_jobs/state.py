@@ -62,7 +62,7 @@ from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
 from stategate.analyzer.families import MAX_DIGITS, Family
 from stategate.spark_jobs import unsafe_rows
-from stategate.spark_jobs.expressions import java_narrowed, wrapped
+from stategate.spark_jobs.expressions import java_narrowed, quoted, wrapped
 
 #: The internal row count every layout keeps, whatever the query's aggregates: it says which
 #: (key, window) groups exist and shapes sessions. The user's COUNT(*) has a slot of its own, and so
@@ -469,12 +469,12 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
     """``function(value) FILTER (WHERE <the slot counts the row>)``; for an unused field a guard
     that never holds."""
     if field.name == ROWS:
-        return F.expr(f"count(1) AS {_q(ROWS)}")
+        return F.expr(f"count(1) AS {quoted(ROWS)}")
     if field.slot is None:
         return _idle(field, ts, tag)
     function, argument, guard = _input(field)
     call = _call(function, argument, field, f"`{ORDER}`")
-    return F.expr(f"{call} FILTER (WHERE {guard} AND `{ts}` <> {_never(tag)}) AS {_q(field.name)}")
+    return F.expr(f"{call} FILTER (WHERE {guard} AND `{ts}` <> {_never(tag)}) AS {quoted(field.name)}")
 
 
 def _merged_field(field: _Field, ts: str, tag: int) -> Column:
@@ -485,7 +485,7 @@ def _merged_field(field: _Field, ts: str, tag: int) -> Column:
     function = MERGE[function] if function == "count" else function  # a count is a sum of counts
     order = f"`{_contribution(field.order)}`" if field.order is not None else ""
     call = _call(function, f"`{_contribution(field.name)}`", field, order)
-    return F.expr(f"{call} FILTER (WHERE `{ts}` <> {_never(tag)}) AS {_q(field.name)}")
+    return F.expr(f"{call} FILTER (WHERE `{ts}` <> {_never(tag)}) AS {quoted(field.name)}")
 
 
 def _idle(field: _Field, ts: str, tag: int) -> Column:
@@ -493,7 +493,7 @@ def _idle(field: _Field, ts: str, tag: int) -> Column:
     count; a count of a null literal is folded to 0."""
     argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
     call = _call(BY_ORDER.get(field.function, field.function), argument, field, f"CAST(NULL AS {ARRIVAL_ORDER_TYPE})")
-    return F.expr(f"{call} FILTER (WHERE `{ts}` = {_never(tag)}) AS {_q(field.name)}")
+    return F.expr(f"{call} FILTER (WHERE `{ts}` = {_never(tag)}) AS {quoted(field.name)}")
 
 
 def _never(tag: int) -> str:
@@ -620,7 +620,7 @@ def combine(slots: Sequence[Slot], slice_order: str) -> list[Column]:
     ``slice_order`` orders a window's slices as Flink merges them, for the lists kept in arrival order."""
     orders = {name: _order_field(slot.index) for slot in slots
               for name, function in slot_fields(slot) if function in BY_ORDER}
-    return [F.expr(f"{_merged(name, function, _q(slice_order), orders.get(name))} AS {_q(name)}")
+    return [F.expr(f"{_merged(name, function, quoted(slice_order), orders.get(name))} AS {quoted(name)}")
             for name, function in window_fields(slots)]
 
 
@@ -639,9 +639,9 @@ def _merged(name: str, function: str, slice_order: str, order: str | None = None
     """A field of several buffers merged into one, as the table merges the function that filled it,
     as SQL. Lists are concatenated in ``slice_order``: each value's order becomes (its slice's, its
     own); a value kept by its arrival is taken by the field ``order``."""
-    merge, field = MERGE[function], _q(name)
+    merge, field = MERGE[function], quoted(name)
     if order is not None:
-        return f"{merge}({field}, {_q(order)})"
+        return f"{merge}({field}, {quoted(order)})"
     if merge == "union":
         return f"array_distinct(flatten(collect_list({field})))"
     if merge == "append":
@@ -655,7 +655,7 @@ def pooled(slots: Sequence[Slot]) -> list[Column]:
     """The fields of a slice that windows are assembled from (:func:`window_fields`): as kept, but a
     list kept with arrivals as its values in arrival order, sorted once per slice rather than once
     per window holding it."""
-    return [F.expr(f"{in_arrival_order(_q(name))} AS {_q(name)}") if function == ALL_BY_ARRIVAL else F.col(name)
+    return [F.expr(f"{in_arrival_order(quoted(name))} AS {quoted(name)}") if function == ALL_BY_ARRIVAL else F.col(name)
             for name, function in window_fields(slots)]
 
 
@@ -678,7 +678,7 @@ def in_arrival_order(kept: str) -> str:
 def final_value(slot: Slot, name: str, assembled: bool = False) -> Column:
     """The aggregate's result for an emitted window, from its slot, typed as Flink types it, as
     the column ``name``; ``assembled``: the window was assembled from pooled slices (:func:`pooled`)."""
-    return F.expr(f"{_final(slot, assembled)} AS {_q(name)}")
+    return F.expr(f"{_final(slot, assembled)} AS {quoted(name)}")
 
 
 def _final(slot: Slot, assembled: bool) -> str:
@@ -692,12 +692,12 @@ def _final(slot: Slot, assembled: bool) -> str:
     if result is Result.JSON_OBJECT:
         return _json_object(slot)
     if result is Result.ESTIMATE:
-        return f"CAST(coalesce(hll_sketch_estimate({_q(fields_of(slot)[0])}), 0) AS BIGINT)"
+        return f"CAST(coalesce(hll_sketch_estimate({quoted(fields_of(slot)[0])}), 0) AS BIGINT)"
     if slot.keeps_set:
         if result is Result.COUNT:
-            return f"CAST(size({_q(f'dv{slot.index}')}) AS BIGINT)"
+            return f"CAST(size({quoted(f'dv{slot.index}')}) AS BIGINT)"
         value_type = _value_type(slot)
-        values = f"CAST({_q(f'dv{slot.index}')} AS {T.ArrayType(value_type).simpleString()})"
+        values = f"CAST({quoted(f'dv{slot.index}')} AS {T.ArrayType(value_type).simpleString()})"
         integers = isinstance(slot.input_type, T.IntegralType)
         summed = (_EXACT_INTEGER if integers else value_type).simpleString()  # integers exactly: _long_sum cuts them
         total = f"aggregate({values}, CAST(NULL AS {summed}), (acc, x) -> CAST(coalesce(acc + CAST(x AS {summed}), " \
@@ -709,10 +709,10 @@ def _final(slot: Slot, assembled: bool) -> str:
         return _cast(f"{'array_min' if result is Result.MIN else 'array_max'}({values})", slot)
     fields = fields_of(slot)
     if result is Result.COUNT:
-        return f"CAST(coalesce({_q(fields[0])}, 0) AS BIGINT)"
-    value = _q(fields[-1])
+        return f"CAST(coalesce({quoted(fields[0])}, 0) AS BIGINT)"
+    value = quoted(fields[-1])
     if result is Result.MEAN:
-        return _mean(value, _q(fields[0]), slot)
+        return _mean(value, quoted(fields[0]), slot)
     if slot.family is Family.TIME:
         value = f"timestamp_micros(CAST({value} AS BIGINT))"
     if result.ordered:  # FIRST_VALUE, LAST_VALUE: in the argument's own type, as Flink's
@@ -733,7 +733,7 @@ def _arrived(slot: Slot, assembled: bool) -> str:
     once, where it first arrived (``analyzer.aggregates.Distinct``): LAST_VALUE's is the value
     whose first arrival is the latest, from the list of every value it keeps then."""
     [(name, function)] = slot_fields(slot)
-    kept = _q(name)
+    kept = quoted(name)
     if function != ALL_BY_ARRIVAL:  # FIRST_VALUE, LAST_VALUE: one value kept
         return _as(f"{kept}.v", slot.input_type)
     values = kept if assembled else in_arrival_order(kept)
@@ -762,7 +762,7 @@ def _multiset(slot: Slot) -> str:
     counted = _once(starts, "_bounds", "transform(slice(_bounds, 1, size(_bounds) - 1), (start, k) -> named_struct("
                     f"'key', {_as('element_at(_values, start)', slot.input_type)}, "
                     "'value', CAST(element_at(_bounds, k + 2) - start AS INT)))")
-    values = f"sort_array(coalesce({_q(fields_of(slot)[0])}, CAST(array() AS array<string>)))"
+    values = f"sort_array(coalesce({quoted(fields_of(slot)[0])}, CAST(array() AS array<string>)))"
     return _as(f"map_from_entries({_once(values, '_values', counted)})", T.MapType(slot.input_type, T.IntegerType()))
 
 
@@ -771,7 +771,7 @@ def _json_object(slot: Slot) -> str:
     ``SqlJsonUtils.serializeJson``), NULL values as JSON nulls; ``{}`` where none. A NULL key, or a
     key twice in a window, fails the job, as it fails Flink's ("Map views don't support null keys",
     "Key '...' is already present")."""
-    pairs = f"sort_array(coalesce({_q(fields_of(slot)[0])}, CAST(array() AS array<{KEYED}>)))"
+    pairs = f"sort_array(coalesce({quoted(fields_of(slot)[0])}, CAST(array() AS array<{KEYED}>)))"
     written = slot.aggregate.written
     # Sorted, a NULL key comes first and a key twice comes side by side; only a failing window
     # looks for which key it was.
@@ -799,14 +799,14 @@ def _spread_state(slot: Slot) -> tuple[str, str, str]:
     for DISTINCT, of its set of values."""
     if not slot.keeps_set:
         count, total, squares = fields_of(slot)
-        return _q(count), _q(total), _q(squares)
+        return quoted(count), quoted(total), quoted(squares)
     value_type, square_type = "double", "double"
     squared = "x * x"
     if slot.family is not Family.FLOATING:
         scale = _scale(slot)
         value_type, square_type = f"decimal(38,{scale})", f"decimal(38,{2 * scale})"
         squared = _exact_square("x", scale)
-    values = f"CAST({_q(f'dv{slot.index}')} AS array<{value_type}>)"
+    values = f"CAST({quoted(f'dv{slot.index}')} AS array<{value_type}>)"
 
     def summed(terms: str, sql_type: str) -> str:
         return f"aggregate({terms}, CAST(0 AS {sql_type}), (acc, x) -> CAST(acc + x AS {sql_type}))"
@@ -900,11 +900,6 @@ def _quotient(total: str, count: str) -> str:
 
 def _as(value: str, data_type: T.DataType) -> str:
     return f"CAST({value} AS {data_type.simpleString()})"
-
-
-def _q(name: str) -> str:
-    """A column named ``name``, as SQL."""
-    return f"`{name}`"
 
 
 def _text(text: str) -> str:

@@ -188,10 +188,10 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     # One projection of the input (each DataFrame step is analysed as it is built: about 20 ms).
     columns: list[Column] = [F.expr(f"{quoted(time)} AS ts")]
     if ordered:
-        arrival = f"`{state.ARRIVAL}`"
+        arrival = quoted(state.ARRIVAL)
         high, low = state.arrival_halves(arrival)
-        columns += [F.col(state.ARRIVAL), F.expr(f"{state.arrival_order(arrival)} AS `{state.ORDER}`"),
-                    F.expr(f"{high} AS `{state.ORDER_HIGH}`"), F.expr(f"{low} AS `{state.ORDER_LOW}`")]
+        columns += [F.col(state.ARRIVAL), F.expr(f"{state.arrival_order(arrival)} AS {quoted(state.ORDER)}"),
+                    F.expr(f"{high} AS {quoted(state.ORDER_HIGH)}"), F.expr(f"{low} AS {quoted(state.ORDER_LOW)}")]
     columns += [to_column(k.value.expr, mapping, typed, name) for k, name in zip(plain_keys, keys)]
     inputs: list[tuple[Aggregate, str | None, str | None, str | None]] = []
     for index, agg in enumerate(aggregate.aggregates):
@@ -371,9 +371,9 @@ def _source_input(spark: SparkSession, model: JobModel, name: str, filters: Sequ
         time = table.rowtime
         if not isinstance(rowtime, exp.Column):  # computed: the watermark is declared on a column
             df = df.withColumn(time, to_column(rowtime, mapping, typing))
-        df = df.withWatermark(time, f"{table.watermark_delay_ms} milliseconds")
+        df = df.withWatermark(quoted(time), f"{table.watermark_delay_ms} milliseconds")
         if cutover is not None and cutover.cutoff_ms is not None:
-            df = df.where(F.col(time) >= F.timestamp_millis(F.lit(cutover.cutoff_ms)))
+            df = df.where(F.col(quoted(time)) >= F.timestamp_millis(F.lit(cutover.cutoff_ms)))
     for predicate in filters:
         df = df.where(_after_watermark(to_column(predicate.expr, mapping, typing), time))
     return df, mapping, time
@@ -389,7 +389,7 @@ def _after_watermark(predicate: Column, time: str) -> Column:
     processing time would move no watermark at all. Reading the event time keeps the filter above
     the watermark. A comparison, because ``IS NOT NULL`` of a time that cannot be null (processing
     time) is folded to true, and the filter moved again; a record without a time cannot be windowed."""
-    return F.when(F.unix_micros(F.col(time)) > F.lit(_NO_TIME), predicate)
+    return F.when(F.unix_micros(F.col(quoted(time))) > F.lit(_NO_TIME), predicate)
 
 
 #: The prefix of an aggregation's columns carried to a stream's end, for its state to keep them all.

@@ -34,6 +34,7 @@ from stategate.analyzer.aggregates import ORDER_DIGITS
 from stategate.analyzer.model import FILESYSTEM, KAFKA, Table
 from stategate.analyzer.runnable import FILE_FORMATS, KAFKA_FORMATS, connector, file_format, option, spark_type
 from stategate.spark_jobs import failpoints
+from stategate.spark_jobs.expressions import quoted
 from stategate.spark_jobs.state import ARRIVAL
 from stategate.spark_jobs.storage import HadoopStorage
 
@@ -60,7 +61,7 @@ BatchWriter = Callable[[DataFrame, int], None]
 
 def schema_ddl(table: Table) -> str:
     physical = [c for c in table.columns if c.computed is None]
-    return ", ".join(f"`{c.name}` {spark_type(c.type, c.name, table.name)}" for c in physical)
+    return ", ".join(f"{quoted(c.name)} {spark_type(c.type, c.name, table.name)}" for c in physical)
 
 
 def _spark_options(table: Table) -> dict[str, str]:

@@ -151,6 +151,13 @@ class Slot:
         """Whether its state is the set of its values (``analyzer.aggregates.keeps_set``)."""
         return self.pool is Pool.DISTINCT
 
+    @property
+    def argument(self) -> str:
+        """Its argument's input column, as Spark SQL names it (an aggregate without one, COUNT(*),
+        fills no field that reads it)."""
+        assert self.value is not None, f"{self.aggregate.written} has no argument"
+        return quoted(self.value)
+
 
 def buffer_fields(layout: StageLayout) -> list[str]:
     """The buffer's columns, in schema order: fixed by the layout's widths alone."""
@@ -189,9 +196,9 @@ def stored_fields(state: DataFrame, layout: StageLayout, session: bool = False) 
     else:
         at = _window_at(layout, len(key))
         group = [*key[:at], *key[at + 1:]]
-        window = F.col(f"key.`{key[at]}`")
-    keys = [F.col(f"key.`{name}`").alias(name) for name in group[:len(group) - int(layout.set_keyed)]]
-    grouping = F.col(f"key.`{group[-1]}`") if layout.set_keyed else F.lit(0)
+        window = F.col(f"key.{quoted(key[at])}")
+    keys = [F.col(f"key.{quoted(name)}").alias(name) for name in group[:len(group) - int(layout.set_keyed)]]
+    grouping = F.col(f"key.{quoted(group[-1])}") if layout.set_keyed else F.lit(0)
     columns = [*keys, grouping.alias(GROUPING_SET), window.alias("w")]
     position = len(group) + 1 if session else 0
     for field in _buffer(layout, {}):
@@ -238,9 +245,9 @@ def ordered_from_arrived(kept: str, listed: bool) -> Column:
     keeps it: the arrival as two longs, in the same order. A re-seed carries it into the new layout's."""
     if listed:
         high, low = arrival_halves("e.o")
-        return F.expr(f"transform(`{kept}`, e -> named_struct('h', {high}, 'l', {low}, 'v', e.v))")
-    high, low = arrival_halves(f"`{kept}`.o")
-    return F.expr(f"named_struct('h', {high}, 'l', {low}, 'v', `{kept}`.v)")
+        return F.expr(f"transform({quoted(kept)}, e -> named_struct('h', {high}, 'l', {low}, 'v', e.v))")
+    high, low = arrival_halves(f"{quoted(kept)}.o")
+    return F.expr(f"named_struct('h', {high}, 'l', {low}, 'v', {quoted(kept)}.v)")
 
 
 def from_text(kept: str, nested: bool, field: Field, sql_type: str, family: Family) -> Column:
@@ -250,8 +257,8 @@ def from_text(kept: str, nested: bool, field: Field, sql_type: str, family: Fami
     argument whose type was not certain, kept it. A re-seed carries such a slot's state into the
     new layout's."""
     if field is ARRIVAL_ORDER:
-        return F.expr(arrival_order(f"`{kept}`.o") if nested else _order_of(f"`{kept}`.h", f"`{kept}`.l"))
-    return F.expr(f"CAST({_taken(f'`{kept}`.v', family)} AS {sql_type})")
+        return F.expr(arrival_order(f"{quoted(kept)}.o") if nested else _order_of(f"{quoted(kept)}.h", f"{quoted(kept)}.l"))
+    return F.expr(f"CAST({_taken(f'{quoted(kept)}.v', family)} AS {sql_type})")
 
 
 def pooled_as_kept(slices: DataFrame, layout: StageLayout) -> DataFrame:
@@ -473,8 +480,8 @@ def _field(field: _Field, ts: str, tag: int) -> Column:
     if field.slot is None:
         return _idle(field, ts, tag)
     function, argument, guard = _input(field)
-    call = _call(function, argument, field, f"`{ORDER}`")
-    return F.expr(f"{call} FILTER (WHERE {guard} AND `{ts}` <> {_never(tag)}) AS {quoted(field.name)}")
+    call = _call(function, argument, field, quoted(ORDER))
+    return F.expr(f"{call} FILTER (WHERE {guard} AND {quoted(ts)} <> {_never(tag)}) AS {quoted(field.name)}")
 
 
 def _merged_field(field: _Field, ts: str, tag: int) -> Column:
@@ -483,9 +490,9 @@ def _merged_field(field: _Field, ts: str, tag: int) -> Column:
         return _idle(field, ts, tag)
     function = "sum" if field.name == ROWS else _input(field)[0]
     function = MERGE[function] if function == "count" else function  # a count is a sum of counts
-    order = f"`{_contribution(field.order)}`" if field.order is not None else ""
-    call = _call(function, f"`{_contribution(field.name)}`", field, order)
-    return F.expr(f"{call} FILTER (WHERE `{ts}` <> {_never(tag)}) AS {quoted(field.name)}")
+    order = quoted(_contribution(field.order)) if field.order is not None else ""
+    call = _call(function, quoted(_contribution(field.name)), field, order)
+    return F.expr(f"{call} FILTER (WHERE {quoted(ts)} <> {_never(tag)}) AS {quoted(field.name)}")
 
 
 def _idle(field: _Field, ts: str, tag: int) -> Column:
@@ -493,7 +500,7 @@ def _idle(field: _Field, ts: str, tag: int) -> Column:
     count; a count of a null literal is folded to 0."""
     argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
     call = _call(BY_ORDER.get(field.function, field.function), argument, field, f"CAST(NULL AS {ARRIVAL_ORDER_TYPE})")
-    return F.expr(f"{call} FILTER (WHERE `{ts}` = {_never(tag)}) AS {quoted(field.name)}")
+    return F.expr(f"{call} FILTER (WHERE {quoted(ts)} = {_never(tag)}) AS {quoted(field.name)}")
 
 
 def _never(tag: int) -> str:
@@ -505,24 +512,26 @@ def _input(field: _Field) -> tuple[str, str, str]:
     """(Spark's aggregate function, its argument, the guard of a row it counts) of a held field, as SQL."""
     slot = field.slot
     assert slot is not None, "an idle field takes no input"
-    value = _taken(f"`{slot.value}`", slot.family)
     function = field.function
-    if function == "count":
-        argument = "1"
-    elif function == SUM_SQUARES:  # Spark's sum of the squared values
+    if function == "count":  # COUNT(*) has no argument
+        return function, "1", _counted(slot)
+    value = _taken(slot.argument, slot.family)
+    if function == SUM_SQUARES:  # Spark's sum of the squared values
         function, argument = "sum", f"CAST({_squared(value, slot)} AS {field.sql_type})"
     elif function == "collect_list":  # the value itself, as text
-        argument = f"CAST(`{slot.value}` AS STRING)"
+        argument = f"CAST({slot.argument} AS STRING)"
     elif function == ALL_BY_KEY:  # the value with its key, both as text
-        function, argument = "collect_list", f"named_struct('k', CAST(`{slot.key}` AS STRING), 'v', CAST(`{slot.value}` AS STRING))"
+        assert slot.key is not None, "an aggregate keeping values by key reads its key's column"
+        function = "collect_list"
+        argument = f"named_struct('k', CAST({quoted(slot.key)} AS STRING), 'v', CAST({slot.argument} AS STRING))"
     elif function == SKETCH.idle:  # the value as the sketch hashes it
         argument = _sketched(slot)
     elif function in _BY_ARRIVAL:  # the value as text, after where it arrived from: ordered by that
         function = _BY_ARRIVAL[function]
-        arrival = f"'h', `{ORDER_HIGH}`, 'l', `{ORDER_LOW}`" if field.sql_type == ORDERED else f"'o', `{ARRIVAL}`"
-        argument = f"CAST(named_struct({arrival}, 'v', CAST(`{slot.value}` AS STRING)) AS {field.sql_type})"
+        arrival = f"'h', {quoted(ORDER_HIGH)}, 'l', {quoted(ORDER_LOW)}" if field.sql_type == ORDERED else f"'o', {quoted(ARRIVAL)}"
+        argument = f"CAST(named_struct({arrival}, 'v', CAST({slot.argument} AS STRING)) AS {field.sql_type})"
     elif field.kind is ARRIVAL_ORDER:
-        argument = f"`{ORDER}`"
+        argument = quoted(ORDER)
     elif function in BY_ORDER:  # the value, taken by its arrival (the slot's order field; :func:`_call`)
         function, argument = BY_ORDER[function], f"CAST({value} AS {field.sql_type})"
     else:
@@ -574,10 +583,10 @@ def _sketched(slot: Slot) -> str:
     value is one item whatever its width), text as it is, anything else as its text, which tells
     values of one type apart as they compare."""
     if isinstance(slot.input_type, T.IntegralType):
-        return f"CAST(`{slot.value}` AS BIGINT)"
+        return f"CAST({slot.argument} AS BIGINT)"
     if isinstance(slot.input_type, T.StringType):
-        return f"`{slot.value}`"
-    return f"CAST(`{slot.value}` AS STRING)"
+        return slot.argument
+    return f"CAST({slot.argument} AS STRING)"
 
 
 def _accuracy(slot: Slot) -> float:
@@ -608,9 +617,9 @@ def _counted(slot: Slot) -> str:
     """The SQL predicate of a row the slot's aggregate counts. A FILTERed-out row still counts in
     ROWS, so it shapes sessions and window existence."""
     counted = slot.value is None or AGGREGATES[slot.function].counts_nulls(slot.aggregate.modifiers)
-    parts = [] if counted else [f"`{slot.value}` IS NOT NULL"]
+    parts = [] if counted else [f"{slot.argument} IS NOT NULL"]
     if slot.filter is not None:
-        parts.append(f"coalesce(`{slot.filter}`, false)")
+        parts.append(f"coalesce({quoted(slot.filter)}, false)")
     return "(" + " AND ".join(parts or ["true"]) + ")"
 
 

@@ -119,7 +119,8 @@ QUOTED_NAMES = {"bidtime": "`bid time`", "price": "`pri``ce`", "item": "`it.em`"
 
 def with_quoted_names(sql: str) -> str:
     """``sql`` over the Bid table with its columns named :data:`QUOTED_NAMES`."""
-    return re.sub(r"\b(bidtime|price|item|supplier_id)\b", lambda found: QUOTED_NAMES[found.group(1)], sql)
+    names = r"\b(" + "|".join(QUOTED_NAMES) + r")\b"
+    return re.sub(names, lambda found: QUOTED_NAMES[found.group(1)], sql)
 
 
 @pytest.mark.parametrize("name", ["session-partitioned", "cascade"])  # HOP: the test after this one

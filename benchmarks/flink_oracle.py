@@ -278,7 +278,8 @@ def run_flink(lines: list[str], sql: dict[str, str]) -> dict[str, list[list]]:
         # the initial ",": a HOP or CUMULATE window then joins that slice's values to the next
         # slice's with "," instead of the separator written (the ``separators`` fixture: 7 HOP and
         # 12 CUMULATE windows). Which windows show it depends on when watermarks came; in one
-        # phase each has its separator. Every other fixture's rows are the same either way.
+        # phase each has its separator. Recorded again in one phase, the other fixtures changed
+        # only where their comparison allows: a DOUBLE's last bits, a DISTINCT list's order.
         env.get_config().set("table.optimizer.agg-phase-strategy", "ONE_PHASE")
         env.execute_sql(f"CREATE TABLE Bid ({COLUMNS}, WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) "
                         f"WITH ('connector' = 'filesystem', 'path' = '{folder}', 'format' = 'csv', "

@@ -62,9 +62,14 @@ FAMILIES = {
     "separators": (("LISTAGG(CAST({c} AS STRING), ';') FILTER (WHERE qty > 40)",
                     "LISTAGG(CAST({c} AS STRING), ' | ') FILTER (WHERE price > 100)",
                     "LISTAGG(supplier_id, ';') FILTER (WHERE qty > 40)"), "exact", ("price", "qty")),
-    "arrays": (("ARRAY_AGG({c})", "ARRAY_AGG({c}) FILTER (WHERE qty > 40)", "ARRAY_AGG({c} IGNORE NULLS)"),
+    "arrays": (("ARRAY_AGG({c})", "ARRAY_AGG({c}) FILTER (WHERE qty > 40)", "ARRAY_AGG({c} IGNORE NULLS)",
+                "ARRAY_AGG(supplier_id)", "ARRAY_AGG(bidtime)", "ARRAY_AGG(qty > 40)",
+                "ARRAY_AGG(CAST(qty AS BIGINT)) FILTER (WHERE price > 100)", "ARRAY_AGG(CAST(bidtime AS DATE))",
+                "ARRAY_AGG(CAST(price AS DECIMAL(5, 1)) IGNORE NULLS)"),
                "exact", ("price", "qty")),
-    "multisets": (("COLLECT({c})", "COLLECT({c}) FILTER (WHERE qty > 40)"), "exact", ("price", "qty")),
+    # (Flink 2.3 cannot hand a MULTISET of times or dates to Python: "couldn't introspect javabean".)
+    "multisets": (("COLLECT({c})", "COLLECT({c}) FILTER (WHERE qty > 40)", "COLLECT(score)", "COLLECT(qty > 40)",
+                   "COLLECT(CAST(price AS DECIMAL(5, 1)))"), "exact", ("price", "qty")),
     # (Flink's parser takes no FILTER after JSON_ARRAYAGG or JSON_OBJECTAGG.)
     "json": (("JSON_ARRAYAGG({c})", "JSON_ARRAYAGG({c} NULL ON NULL)"), "exact", ("price", "qty", "supplier_id")),
     # Keyed by the bid's time, which no two bids of a supplier share: Flink fails a window that
@@ -104,7 +109,10 @@ FAMILIES = {
     "narrow_variance": (("VAR_POP(CAST({c} AS TINYINT))", "STDDEV_SAMP(CAST({c} AS SMALLINT))",
                          "VAR_SAMP(CAST({c} * 5 AS SMALLINT)) FILTER (WHERE qty > 20)",
                          "VAR_POP(DISTINCT CAST({c} AS TINYINT))", "VARIANCE({c} * 1000)",
-                         "CAST(VAR_POP({c}) AS TINYINT)", "CAST(SUM(CAST({c} AS DOUBLE)) * 1000 AS SMALLINT)"),
+                         "CAST(VAR_POP({c}) AS TINYINT)", "CAST(SUM(CAST({c} AS DOUBLE)) * 1000 AS SMALLINT)",
+                         "STDDEV_POP(CAST(price AS DECIMAL(5, 1)))", "VAR_SAMP(CAST(qty AS BIGINT))",
+                         "STDDEV_SAMP(CAST(score AS FLOAT))", "VAR_POP(price) FILTER (WHERE qty > 40)",
+                         "STDDEV_POP(DISTINCT price)", "VARIANCE(CAST(qty AS DOUBLE))"),
                         "double", ("qty", "score")),
     # DISTINCT, over every window kind Flink runs it on. Flink orders a DISTINCT list by its own
     # hash table, stategate by each value's first arrival (analyzer.aggregates.Distinct): the
@@ -114,7 +122,8 @@ FAMILIES = {
                   "COLLECT(DISTINCT {c})", "COLLECT(DISTINCT {c}) FILTER (WHERE qty > 40)", "FIRST_VALUE(DISTINCT {c})"),
                  "sets", ("price", "qty")),
     # Result types and NULLs over the other types a column can have: integers of every width, a
-    # time, a date, a BOOLEAN, a FLOAT, text and DECIMALs of other scales.
+    # time, a date, a BOOLEAN, a FLOAT, text and DECIMALs of other scales; each aggregate over
+    # them, with DISTINCT and FILTER, and over expressions (CASE, COALESCE, a product).
     "types": (("SUM(CAST(qty AS BIGINT))", "AVG(CAST(qty AS BIGINT))", "AVG(CAST(qty AS TINYINT))",
                "MIN(CAST(qty AS SMALLINT))", "MAX(CAST(qty AS BIGINT)) FILTER (WHERE qty > 40)",
                "MIN(bidtime)", "MAX(bidtime) FILTER (WHERE qty > 40)", "MAX(CAST(bidtime AS DATE))",
@@ -122,7 +131,20 @@ FAMILIES = {
                "MIN(CAST(score AS FLOAT))", "MAX(CAST(score AS FLOAT))", "AVG(CAST(price AS DECIMAL(12, 4)))",
                "SUM(CAST(price AS DECIMAL(5, 1)))", "AVG(score)", "COUNT(DISTINCT supplier_id)",
                "FIRST_VALUE(bidtime)", "LAST_VALUE(supplier_id)", "FIRST_VALUE(CAST(score AS FLOAT))",
-               "LISTAGG(supplier_id, '')", "COLLECT(supplier_id)", "COLLECT(CAST(qty AS BIGINT))"),
+               "LISTAGG(supplier_id, '')", "COLLECT(supplier_id)", "COLLECT(CAST(qty AS BIGINT))",
+               "FIRST_VALUE(CAST(bidtime AS DATE))", "LAST_VALUE(qty > 40)", "FIRST_VALUE(score)",
+               "LAST_VALUE(CAST(qty AS BIGINT))", "FIRST_VALUE(CAST(qty AS TINYINT)) FILTER (WHERE price > 100)",
+               "LAST_VALUE(bidtime)", "LAST_VALUE(CAST(price AS DECIMAL(5, 1)))", "LAST_VALUE(DISTINCT supplier_id)",
+               "JSON_ARRAYAGG(qty > 40)", "JSON_ARRAYAGG(CAST(qty AS BIGINT))", "JSON_ARRAYAGG(CAST(price AS DECIMAL(5, 1)))",
+               "JSON_ARRAYAGG(CAST(qty AS TINYINT) NULL ON NULL)", "SUM(CAST(qty AS DOUBLE))", "AVG(CAST(qty AS DOUBLE))",
+               "AVG(CAST(price AS DECIMAL(5, 1)))", "AVG(CAST(qty AS SMALLINT))", "SUM(CAST(qty AS SMALLINT))",
+               "AVG(CAST(qty AS DECIMAL(10, 0)))", "SUM(CAST(price AS DECIMAL(38, 2)))", "MIN(CAST(price AS BIGINT))",
+               "MAX(CAST(score AS DECIMAL(6, 3)))", "MIN(CAST(bidtime AS DATE)) FILTER (WHERE qty > 40)",
+               "MIN(DISTINCT bidtime)", "MAX(DISTINCT CAST(bidtime AS DATE))", "MAX(DISTINCT supplier_id)",
+               "COUNT(DISTINCT bidtime)", "COUNT(DISTINCT score)", "AVG(DISTINCT score)", "SUM(DISTINCT CAST(qty AS BIGINT))",
+               "COUNT(qty > 40)", "COUNT(DISTINCT qty > 40)", "SUM(CASE WHEN qty > 40 THEN price END)",
+               "MAX(COALESCE(qty, -1))", "MAX(price * qty)", "LISTAGG(CAST(qty AS STRING), '') FILTER (WHERE price > 100)",
+               "MIN(qty) FILTER (WHERE score > 0 AND price < 200)", "COUNT(*) FILTER (WHERE supplier_id = 's1')"),
               "exact", ("qty",)),
     # What a window without a value gives: every aggregate over no row (a FILTER that never holds).
     # A NULL group key (:data:`NULL_KEYS`): Flink groups its rows as one key, in every window kind.

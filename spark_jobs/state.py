@@ -715,7 +715,8 @@ def _final(slot: Slot, assembled: bool) -> str:
             return _cast(total, slot)
         if result is Result.MEAN:
             return _mean(total, f"size({values})", slot)
-        return _cast(f"{'array_min' if result is Result.MIN else 'array_max'}({values})", slot)
+        extreme = f"{'array_min' if result is Result.MIN else 'array_max'}({values})"
+        return _cast(_timed(extreme) if slot.family is Family.TIME else extreme, slot)
     fields = fields_of(slot)
     if result is Result.COUNT:
         return f"CAST(coalesce({quoted(fields[0])}, 0) AS BIGINT)"
@@ -723,7 +724,7 @@ def _final(slot: Slot, assembled: bool) -> str:
     if result is Result.MEAN:
         return _mean(value, quoted(fields[0]), slot)
     if slot.family is Family.TIME:
-        value = f"timestamp_micros(CAST({value} AS BIGINT))"
+        value = _timed(value)
     if result.ordered:  # FIRST_VALUE, LAST_VALUE: in the argument's own type, as Flink's
         return _as(value, slot.input_type)
     return _cast(value, slot)
@@ -863,7 +864,16 @@ def _scale(slot: Slot) -> int:
 
 
 def _value_type(slot: Slot) -> T.DataType:
+    """The type of the values a DISTINCT slot's set holds as text: a time's are its microseconds
+    (:func:`_taken`), a number's in the type its sums are kept in."""
+    if slot.family is Family.TIME:
+        return T.LongType()
     return SUM_TYPES.get(slot.family, slot.input_type)
+
+
+def _timed(micros: str) -> str:
+    """A time kept as its microseconds (:func:`_taken`, as SQL) as a time again."""
+    return f"timestamp_micros(CAST({micros} AS BIGINT))"
 
 
 def _cast(value: str, slot: Slot) -> str:

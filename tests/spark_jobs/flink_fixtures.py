@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import re
+from datetime import datetime
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -68,9 +69,21 @@ def text(value: object) -> object:
     if value is None or isinstance(value, (int, float)):
         return value
     if isinstance(value, list):
-        return "[" + ", ".join("NULL" if v is None else str(v) for v in value) + "]"
+        return "[" + ", ".join(_cast_to_text(v) for v in value) + "]"
     if isinstance(value, dict):
         return multiset_text(value)
+    return str(value)
+
+
+def _cast_to_text(value: object) -> str:
+    """An array's element as Flink's CAST to text writes it: a BOOLEAN in capitals, a
+    TIMESTAMP(3) (the fixtures' only time) with its milliseconds."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, bool):
+        return str(value).upper()
+    if isinstance(value, datetime):
+        return f"{value:%Y-%m-%d %H:%M:%S}.{value.microsecond // 1000:03d}"
     return str(value)
 
 

@@ -254,10 +254,12 @@ class Result(Enum):
 #: The results of their argument's type (a DECIMAL widened in :data:`_WIDENED`).
 _OWN_TYPED = frozenset({Result.SUM, Result.MIN, Result.MAX, Result.MEAN, Result.FIRST, Result.LAST, Result.VAR_POP,
                         Result.VAR_SAMP, Result.STDDEV_POP, Result.STDDEV_SAMP})
-#: The results in which a DECIMAL argument widens to 38 digits.
 #: The results that are collections of their argument's values, by the type each is (sqlglot reads
 #: Flink's MULTISET as a LIST).
 _COLLECTIONS = {Result.ARRAY: exp.DataType.Type.ARRAY, Result.MULTISET: exp.DataType.Type.LIST}
+#: The results that are text whatever the argument's type.
+_TEXT_RESULTS = frozenset({Result.LIST, Result.JSON_ARRAY, Result.JSON_OBJECT})
+#: The results in which a DECIMAL argument widens to 38 digits.
 _WIDENED = frozenset({Result.SUM, Result.MEAN, Result.VAR_POP, Result.VAR_SAMP, Result.STDDEV_POP, Result.STDDEV_SAMP})
 
 
@@ -360,10 +362,12 @@ class AggregateFunction:
         a STDDEV or VARIANCE of integers are of their type, as are a MIN, MAX, FIRST_VALUE or
         LAST_VALUE of anything; a SUM of DECIMAL(p, s) is a DECIMAL(38, s), an AVG, STDDEV or
         VARIANCE one with at least 6 digits of scale; an ARRAY_AGG an ARRAY and a COLLECT a
-        MULTISET of the argument's type. None for the others (text lists, JSON) and wherever the
-        argument's type cannot be told."""
+        MULTISET of the argument's type; a LISTAGG and the JSON aggregates a STRING whatever their
+        argument. None wherever the argument's type cannot be told."""
         if self.result in (Result.COUNT, Result.ESTIMATE):
             return exp.DataType.build("BIGINT")
+        if self.result in _TEXT_RESULTS:
+            return exp.DataType.build("STRING")
         if argument is None or argument.this == exp.DataType.Type.UNKNOWN:
             return None
         if self.result in _COLLECTIONS:

@@ -17,7 +17,7 @@ from typing import Mapping
 from sqlglot import exp
 
 from stategate.analyzer.dialect import Flink
-from stategate.analyzer.windows import WindowKind
+from stategate.analyzer.windows import SharedKind, WindowKind
 
 #: Table marker of resolved window attribute columns (``$window1.window_start``); the number is the
 #: window's nesting level so a cascaded window's attributes never collide with the outer one's.
@@ -172,6 +172,13 @@ class Window:
     @property
     def kind(self) -> str:
         return self.shape.name
+
+    @property
+    def latest_slice_first(self) -> bool:
+        """Whether Flink merges a window's slices from the latest one back, which the order a
+        LISTAGG lists its values in shows: a window TVF's HOP does (``SharedKind.latest_first``); a
+        legacy group window's HOP merges its panes from the first on, as a CUMULATE its slices."""
+        return self.operator is WindowOperator.TVF and isinstance(self.shape, SharedKind) and self.shape.latest_first
 
     def describe(self) -> str:
         parts = [f"{self.kind}({self.time_attr.key}", self.shape.describe()]

@@ -113,9 +113,10 @@ class SharedKind(SlicedKind):
     """
 
     size_ms: int
-    #: Whether Flink merges a window's slices from the latest one back (HOP: the slice the window
-    #: ends with holds its accumulator) or from the first on (CUMULATE: the first slice does). The
-    #: order a LISTAGG lists its values in shows it.
+    #: Whether Flink's slicing window operator (a window TVF's) merges a window's slices from the
+    #: latest one back (HOP: the slice the window ends with holds its accumulator) or from the first
+    #: on (CUMULATE: the first slice does). The order a LISTAGG lists its values in shows it; a
+    #: legacy group window's HOP merges its panes from the first on (``Window.latest_slice_first``).
     latest_first: ClassVar[bool]
 
     @property

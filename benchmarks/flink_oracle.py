@@ -203,6 +203,31 @@ SHAPES = {
                                     f"SUM(c) AS a1\nFROM PerSupplier_{kind}\nGROUP BY window_start, window_end"
            for kind in ("cumulate", "session")},
     }, "exact"),
+    # Legacy group windows (``GROUP BY HOP(...)``), which Flink runs with an operator of their own:
+    # a HOP's LISTAGG lists its panes from the first on, where a window TVF's HOP lists its slices
+    # from the latest back; and a LISTAGG's result (a STRING) read by a cascaded window.
+    "legacy_windows": ({
+        "tumble": "SELECT supplier_id, TUMBLE_START(bidtime, INTERVAL '10' MINUTE) AS ws, "
+                  "TUMBLE_END(bidtime, INTERVAL '10' MINUTE) AS we, LISTAGG(CAST(qty AS STRING)) AS a0, "
+                  "FIRST_VALUE(price) AS a1, LAST_VALUE(qty) AS a2, MIN(DISTINCT bidtime) AS a3, COLLECT(qty) AS a4, "
+                  "AVG(price) AS a5\nFROM Bid\nGROUP BY supplier_id, TUMBLE(bidtime, INTERVAL '10' MINUTE)",
+        "hop": "SELECT supplier_id, HOP_START(bidtime, INTERVAL '5' MINUTE, INTERVAL '10' MINUTE) AS ws, "
+               "HOP_END(bidtime, INTERVAL '5' MINUTE, INTERVAL '10' MINUTE) AS we, LISTAGG(CAST(qty AS STRING)) AS a0, "
+               "LISTAGG(CAST(price AS STRING), ';') FILTER (WHERE qty > 40) AS a1, COUNT(DISTINCT price) AS a2, "
+               "MAX(DISTINCT bidtime) AS a3, COLLECT(qty) AS a4, SUM(price) AS a5\nFROM Bid\n"
+               "GROUP BY supplier_id, HOP(bidtime, INTERVAL '5' MINUTE, INTERVAL '10' MINUTE)",
+        "session": "SELECT supplier_id, SESSION_START(bidtime, INTERVAL '3' MINUTE) AS ws, "
+                   "SESSION_END(bidtime, INTERVAL '3' MINUTE) AS we, LISTAGG(CAST(qty AS STRING)) AS a0, "
+                   "MAX(DISTINCT bidtime) AS a1, COLLECT(qty) AS a2, AVG(price) AS a3\nFROM Bid\n"
+                   "GROUP BY supplier_id, SESSION(bidtime, INTERVAL '3' MINUTE)",
+        "cascade": "CREATE TEMPORARY VIEW Listed AS\nSELECT supplier_id, window_time, SUM(qty) AS s, "
+                   "LISTAGG(CAST(qty AS STRING)) AS l\n"
+                   f"FROM TABLE({WINDOWS['tumble']})\nGROUP BY supplier_id, window_start, window_end, window_time;\n"
+                   "SELECT supplier_id, window_start, window_end, MAX(l) AS a0, MIN(l) FILTER (WHERE s > 300) AS a1, "
+                   "COUNT(DISTINCT l) AS a2, COLLECT(s) AS a3\n"
+                   "FROM TABLE(HOP(TABLE Listed, DESCRIPTOR(window_time), INTERVAL '10' MINUTES, INTERVAL '30' MINUTES))\n"
+                   "GROUP BY supplier_id, window_start, window_end",
+    }, "exact"),
     # Aggregates' results typed as Flink types them, downstream of a window: an AVG, STDDEV or
     # VARIANCE of INTs is an INT, in a cascade's input (over TUMBLE and SESSION windows) and in the
     # SELECT list's arithmetic.

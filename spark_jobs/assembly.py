@@ -140,7 +140,7 @@ class WindowAssembler:
         pooled = state.pooled(self.slots)
         window = F.struct(F.timestamp_micros(self.slicer.start_of(end)).alias("start"),
                           F.timestamp_micros(end).alias("end"))
-        order = (-start if self.slicer.kind.latest_first else start).alias(_SLICE)
+        order = (-start if self.slicer.latest_first else start).alias(_SLICE)
         group = [F.col(name) for name in (*self.keys, GROUPING_SET)]
         return _AssemblyPlan(group, F.col("w"), [F.col(name) for name in values], pooled, last_end, first <= last,
                              ends, end, order, state.combine(self.slots, _SLICE), window.alias("w"))

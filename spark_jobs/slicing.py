@@ -61,9 +61,11 @@ class SliceIsWindow(WindowSlicer):
 
 @dataclass(frozen=True)
 class SharedSlices(SliceIsWindow):
-    """Slices shared by overlapping windows; :mod:`spark_jobs.assembly` combines them."""
+    """Slices shared by overlapping windows; :mod:`spark_jobs.assembly` combines them, from the
+    latest back where ``latest_first`` (``analyzer.model.Window.latest_slice_first``)."""
 
     kind: SharedKind
+    latest_first: bool
 
     @property
     def step_us(self) -> int:
@@ -105,7 +107,7 @@ class MergedSessions(WindowSlicer):
 def slicer_for(window: Window) -> WindowSlicer:
     shape = window.shape
     if isinstance(shape, SharedKind):
-        return SharedSlices(shape)
+        return SharedSlices(shape, window.latest_slice_first)
     if isinstance(shape, SlicedKind):
         return SliceIsWindow(shape)
     if isinstance(shape, Session):

@@ -48,7 +48,7 @@ def test_a_batch_opens_no_entry_whose_windows_have_all_closed(spark, tmp_path) -
         (tmp_path / "offsets").mkdir(exist_ok=True)
         (tmp_path / "offsets" / str(batch)).write_text(f'v1\n{{"batchWatermarkMs":{watermark},"batchTimestampMs":0}}\n')
     entries = [(0, True), (1, False), (2, False), (3, False), (4, False)]  # 4: no offset log to judge it by
-    hop = WindowAssembler(SharedSlices(Hop(slide_ms=minute, size_ms=10 * minute)), [], [], str(tmp_path))
+    hop = WindowAssembler(SharedSlices(Hop(slide_ms=minute, size_ms=10 * minute), True), [], [], str(tmp_path))
     storage = HadoopStorage(spark)
     # Batch 4 reads from W(3) = 20 min: entries 0 (windows end before 10 min) and 1 (15 min) hold
     # nothing it needs; entry 2's slices count in windows up to 22 min.
@@ -56,5 +56,5 @@ def test_a_batch_opens_no_entry_whose_windows_have_all_closed(spark, tmp_path) -
     assert hop.needed(storage, entries, 15 * minute) == [(2, False), (3, False), (4, False)], "ends before 15 min"
     assert hop.needed(storage, entries, 14 * minute) == [(1, False), (2, False), (3, False), (4, False)]
     assert hop.needed(storage, entries, None) == entries, "the first batch reads all there is"
-    day = WindowAssembler(SharedSlices(Cumulate(step=minute, size_ms=1440 * minute)), [], [], str(tmp_path))
+    day = WindowAssembler(SharedSlices(Cumulate(step=minute, size_ms=1440 * minute), False), [], [], str(tmp_path))
     assert day.needed(storage, entries, 20 * minute) == entries, "a day-long window keeps every entry open"

@@ -9,11 +9,14 @@ from __future__ import annotations
 
 from typing import AbstractSet as Set
 
+from sqlglot import exp
+
+from stategate.analyzer.aggregates import FLINK_AGGREGATES
 from stategate.analyzer.layout import WIDTH_SETTINGS
 from stategate.analyzer.reseed import not_reseedable
 from stategate.analyzer.settings import (FLINK_TO_SPARK, ROCKSDB, SHUFFLE_PARTITIONS, STATE_STORE, ignored,
                                          reseeds_partitions, state_settings, written_as)
-from stategate.analyzer.model import JobModel, Pipeline, Role, Table
+from stategate.analyzer.model import JobModel, Output, Pipeline, Role, Table
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change
 
@@ -121,15 +124,29 @@ def _options(table: Table) -> str:
 
 
 def output_expressions(change: Change) -> list[Finding]:
-    old = {o.name: o.value.key for o in change.old.outputs if o.role in (Role.EXPRESSION, Role.KEY)}
-    new = {o.name: o.value.key for o in change.new.outputs if o.role in (Role.EXPRESSION, Role.KEY)}
-    if sorted(old.values()) == sorted(new.values()):
+    """The SELECT list's keys and what it computes from keys and aggregates after the window
+    (``COUNT(*) + 1``); an aggregate it shows as it is has rules of its own."""
+    old = [o.value.key for o in change.old.outputs if _computed_on_emit(o)]
+    new = [o.value.key for o in change.new.outputs if _computed_on_emit(o)]
+    if sorted(old) == sorted(new):
         return []
     return [Finding(f"{PREFIX}.output-expression", FULL,
                     "expressions computed from keys and aggregates after the window changed; "
                     "they are evaluated on emit and hold no state",
                     ", ".join(o.value.written for o in change.old.outputs),
                     ", ".join(o.value.written for o in change.new.outputs))]
+
+
+def _computed_on_emit(output: Output) -> bool:
+    """A group key, or an expression the window's results are computed into: not a bare aggregate
+    call (with its FILTER and NULL clause), a window attribute or a rank."""
+    if output.role not in (Role.KEY, Role.EXPRESSION, Role.AGGREGATE):
+        return False
+    node = output.value.expr
+    while isinstance(node, (exp.Filter, exp.IgnoreNulls, exp.RespectNulls)):
+        node = node.this
+    return not (isinstance(node, exp.AggFunc)
+                or isinstance(node, exp.Anonymous) and node.name.upper() in FLINK_AGGREGATES)
 
 
 def _state_settings(old: JobModel, new: JobModel) -> list[Finding]:

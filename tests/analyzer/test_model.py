@@ -292,6 +292,20 @@ def test_identical_sql_is_full_whatever_state_the_query_keeps() -> None:
     assert compare(view.format(""), view.format(" WHERE a > 1")).verdict is Verdict.UNKNOWN
 
 
+@pytest.mark.parametrize("make", [tvf, legacy], ids=["tvf", "legacy"])
+def test_an_expression_over_an_aggregate_is_said_to_change_and_a_bare_aggregate_is_left_to_its_rules(make) -> None:
+    """The SELECT list after the window is computed on emit: ``COUNT(*)`` turned into
+    ``COUNT(*) + 1`` is FULL and says so; a LISTAGG's separator changed is that aggregate's change
+    alone (Flink's LISTAGG, a plain call to sqlglot, is an aggregate as SUM is)."""
+    report = compare(make("a, COUNT(*) AS n, LISTAGG(a, ';') AS l"), make("a, COUNT(*) + 1 AS n, LISTAGG(a, ';') AS l"))
+    assert report.verdict is Verdict.FULL
+    assert [f.rule for f in report.findings] == ["stategate.output-expression"]
+    report = compare(make("a, COUNT(*) AS n, LISTAGG(a, ';') AS l"), make("a, COUNT(*) AS n, LISTAGG(a, '|') AS l"))
+    assert report.verdict is Verdict.PARTIAL
+    assert "stategate.output-expression" not in [f.rule for f in report.findings]
+    assert report.aggregates.added == ("LISTAGG(MyTable.a, '|')",)
+
+
 def test_findings_of_a_job_with_several_pipelines_name_their_pipeline() -> None:
     query = ("INSERT INTO {sink} SELECT a, SUM(b) FROM MyTable "
              "GROUP BY a, TUMBLE(ts, INTERVAL '{size}' MINUTE);\n")

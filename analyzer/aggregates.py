@@ -2,9 +2,10 @@
 
 As Spark's ``DeclarativeAggregate`` and Flink's ``AggregateFunction`` keep an aggregate's buffer and
 its merge together, each entry here says, per value family of the argument, which state fields
-the aggregate holds and the aggregate function that fills each from input rows; :data:`MERGE` says
-how two partial states of a field become one (the slices of a HOP or CUMULATE window, sessions
-that merge), and :class:`Result` how the aggregate's result comes from its state. A DISTINCT
+the aggregate holds and how each is filled from input rows (:class:`Fill`: Spark's aggregate
+function, what of a row it takes, and how two partial states of the field become one: the slices
+of a HOP or CUMULATE window, sessions that merge), and :class:`Result` how the aggregate's result
+comes from its state. A DISTINCT
 aggregate keeps the set of its values, or, for those that follow arrival order, every value with its
 arrival, of which its result takes each value once (:class:`Distinct`).
 
@@ -63,14 +64,66 @@ class Distinct(str, Enum):
     REFUSED = "refused"
 
 
+class Takes(Enum):
+    """What of an input row a state field takes (:mod:`spark_jobs.state` writes each as SQL)."""
+
+    ROW = "row"  # nothing but that the row counts (COUNT: its guard says which rows do)
+    VALUE = "value"  # the value in the field's type, a time as its microseconds
+    SQUARE = "square"  # the value's square
+    TEXT = "text"  # the value as text
+    KEYED = "keyed"  # the value with its key, both as text
+    SKETCHED = "sketched"  # the value as a sketch hashes it
+    ARRIVED = "arrived"  # the value as text, after where it arrived from, ordered by that
+    ORDER = "order"  # where the row arrived from, as one number (:data:`ARRIVAL_ORDER_TYPE`)
+
+
+class Fill(Enum):
+    """How a state field is filled from input rows: the Spark aggregate function (``spark``) of
+    what it takes of a row (``takes``), and how two partial states of the field become one
+    (``merge``): ``union``, the distinct values of both sets; ``append``, both lists, in no order;
+    ``concat``, the lists of a window's slices one after the other, each in arrival order (the
+    later slice's first for a window TVF's HOP windows, the earlier's otherwise, as Flink merges
+    slices and panes: ``analyzer.model.Window.latest_slice_first``); ``min_by``/``max_by``, the
+    value of the earliest or latest arrival, by the slot's :data:`ARRIVAL_ORDER` field; any other,
+    Spark's aggregate function of that name over the partial states."""
+
+    COUNT = ("count", "sum", Takes.ROW)
+    SUM = ("sum", "sum", Takes.VALUE)
+    SUM_SQUARES = ("sum", "sum", Takes.SQUARE)
+    MIN = ("min", "min", Takes.VALUE)
+    MAX = ("max", "max", Takes.VALUE)
+    VALUE_SET = ("collect_set", "union", Takes.VALUE)
+    VALUE_LIST = ("collect_list", "append", Takes.TEXT)
+    KEYED_VALUES = ("collect_list", "append", Takes.KEYED)  # every value with its key (the first argument)
+    SKETCH = ("hll_sketch_agg", "hll_union_agg", Takes.SKETCHED)
+    #: A value kept with its arrival: the earliest, the latest, all of them.
+    FIRST_BY_ARRIVAL = ("min", "min", Takes.ARRIVED)
+    LAST_BY_ARRIVAL = ("max", "max", Takes.ARRIVED)
+    ALL_BY_ARRIVAL = ("collect_list", "concat", Takes.ARRIVED)
+    #: The earliest or latest arrival itself, and the value that came with it (Spark's buffer for
+    #: ``min_by`` is the value and the order).
+    EARLIEST_ARRIVAL = ("min", "min", Takes.ORDER)
+    LATEST_ARRIVAL = ("max", "max", Takes.ORDER)
+    FIRST_BY_ORDER = ("min_by", "min_by", Takes.VALUE)
+    LAST_BY_ORDER = ("max_by", "max_by", Takes.VALUE)
+
+    def __init__(self, spark: str, merge: str, takes: Takes) -> None:
+        self.spark, self.merge, self.takes = spark, merge, takes
+
+    @property
+    def by_order(self) -> bool:
+        """A value taken by its arrival, which its slot's :data:`ARRIVAL_ORDER` field holds."""
+        return self in (Fill.FIRST_BY_ORDER, Fill.LAST_BY_ORDER)
+
+
 @dataclass(frozen=True)
 class Field:
     """A kind of state field. A slot's field is named by the stem and the slot's number (``x2``).
 
     :param stem: the name stem
     :param sql_type: the type it keeps (``decimal`` at the scale of its slot's shape)
-    :param idle: the aggregate function filling it while no aggregate holds it (a guard that never
-        holds keeps it empty)
+    :param idle: how it is filled while no aggregate holds it (a guard that never holds keeps it
+        empty)
     :param pool: the pool of the slots that have it
     :param squared: a decimal kept at twice its slot's scale (a sum of squares)
     :param generic: whether a generic slot has it. A generic slot's fields are fixed for the life of
@@ -82,7 +135,7 @@ class Field:
 
     stem: str
     sql_type: str
-    idle: str
+    idle: Fill
     pool: Pool
     squared: bool = False
     generic: bool = True
@@ -91,30 +144,30 @@ class Field:
     @property
     def serialized(self) -> bool:
         """Whether Spark keeps it as a list or a set, serialized: its state reader returns bytes."""
-        return self.idle in ("collect_list", "collect_set")
+        return self.idle.spark in ("collect_list", "collect_set")
 
     @property
     def buffer_width(self) -> int:
         """How many columns Spark's buffer for it has: an exact sum also says whether it is empty,
         a value kept by its arrival keeps that arrival (Spark's ``min_by``: the value, then its order)."""
-        return 2 if (self.sql_type == "decimal" and self.idle == "sum") or self.idle in BY_ORDER else 1
+        return 2 if (self.sql_type == "decimal" and self.idle.spark == "sum") or self.idle.by_order else 1
 
 
-COUNTED = Field("c", "int", "count", Pool.PLAIN)
-EXACT_SUM = Field("x", "decimal", "sum", Pool.PLAIN)
-FLOATING_VALUE = Field("d", "double", "sum", Pool.PLAIN)
+COUNTED = Field("c", "int", Fill.COUNT, Pool.PLAIN)
+EXACT_SUM = Field("x", "decimal", Fill.SUM, Pool.PLAIN)
+FLOATING_VALUE = Field("d", "double", Fill.SUM, Pool.PLAIN)
 #: An integer's SUM, MIN or MAX, or the sum of an integer AVG, in a long as Spark keeps it; a sum
 #: wraps past a long's range as Flink's does (``spark_jobs.state.wrapping_sums``). Slots recorded
 #: before it keep integers as exact numbers.
-INTEGER_VALUE = Field("i", "bigint", "sum", Pool.PLAIN, generic=False)
-EXACT_EXTREME = Field("o", "decimal", "max", Pool.PLAIN)  # exact numbers, and times as microseconds
+INTEGER_VALUE = Field("i", "bigint", Fill.SUM, Pool.PLAIN, generic=False)
+EXACT_EXTREME = Field("o", "decimal", Fill.MAX, Pool.PLAIN)  # exact numbers, and times as microseconds
 #: The digits a time's microseconds are kept in: those of every Flink TIMESTAMP (years 0000 to 9999)
 #: fit 18, which a decimal holds in a long, as Spark keeps a time.
 TIME_DIGITS = 18
-TEXT_EXTREME = Field("s", "string", "max", Pool.TEXT)
-VALUES = Field("dv", "string", "collect_set", Pool.DISTINCT)
-FLOATING_SQUARES = Field("q", "double", "sum", Pool.PLAIN, generic=False)
-EXACT_SQUARES = Field("qx", "decimal", "sum", Pool.PLAIN, squared=True, generic=False)
+TEXT_EXTREME = Field("s", "string", Fill.MAX, Pool.TEXT)
+VALUES = Field("dv", "string", Fill.VALUE_SET, Pool.DISTINCT)
+FLOATING_SQUARES = Field("q", "double", Fill.SUM, Pool.PLAIN, generic=False)
+EXACT_SQUARES = Field("qx", "decimal", Fill.SUM, Pool.PLAIN, squared=True, generic=False)
 
 #: Where a row arrived from, ordered as rows arrive: the source file's modification time, an
 #: 8-digit hash of its path (files modified in the same millisecond come in an order their paths
@@ -128,10 +181,6 @@ ORDER_DIGITS = (13, 8, 15)
 #: An arrival as one number, ``t`` ``f`` ``n`` in :data:`ORDER_DIGITS`: a field Spark's hash
 #: aggregation updates in place, where a struct of the three makes it sort every micro-batch's rows.
 ARRIVAL_ORDER_TYPE = f"decimal({sum(ORDER_DIGITS)},0)"
-#: The value with the earliest or latest arrival, by its slot's :data:`ARRIVAL_ORDER` field: Spark's
-#: aggregate function for each (its buffer is the value and the order, whichever it is).
-FIRST_BY_ORDER, LAST_BY_ORDER = "first_by_order", "last_by_order"
-BY_ORDER: Mapping[str, str] = {FIRST_BY_ORDER: "min_by", LAST_BY_ORDER: "max_by"}
 #: A value kept with its arrival as the two halves of :data:`ARRIVAL_ORDER`'s digits, each a long
 #: (``h`` its higher 18, ``l`` its lower 18), ordered by them first; the value as text (one field
 #: type whatever the argument's type, cast back when the result is read). In Spark's row format 40
@@ -139,56 +188,40 @@ BY_ORDER: Mapping[str, str] = {FIRST_BY_ORDER: "min_by", LAST_BY_ORDER: "max_by"
 ORDERED = "struct<h:bigint,l:bigint,v:string>"
 #: FIRST_VALUE's and LAST_VALUE's state over text, and over a value of a type the declared columns
 #: do not make certain.
-FIRST_ORDERED = Field("fo", ORDERED, "min", Pool.TEXT, generic=False)
-LAST_ORDERED = Field("lo", ORDERED, "max", Pool.TEXT, generic=False)
+FIRST_ORDERED = Field("fo", ORDERED, Fill.FIRST_BY_ARRIVAL, Pool.TEXT, generic=False)
+LAST_ORDERED = Field("lo", ORDERED, Fill.LAST_BY_ARRIVAL, Pool.TEXT, generic=False)
 #: A value kept with its arrival as a struct, as layouts recorded before :data:`ORDERED` keep it
 #: (``StageLayout.ordered_arrivals``): FIRST_VALUE's and LAST_VALUE's over text (and over any value,
 #: in slots recorded before numbers and times were kept in their own type), and every value of a list.
 ARRIVED = f"struct<o:{ARRIVAL},v:string>"
-FIRST_ARRIVED = Field("fa", ARRIVED, "min", Pool.TEXT, generic=False)
-LAST_ARRIVED = Field("la", ARRIVED, "max", Pool.TEXT, generic=False)
+FIRST_ARRIVED = Field("fa", ARRIVED, Fill.FIRST_BY_ARRIVAL, Pool.TEXT, generic=False)
+LAST_ARRIVED = Field("la", ARRIVED, Fill.LAST_BY_ARRIVAL, Pool.TEXT, generic=False)
 #: FIRST_VALUE's and LAST_VALUE's state over numbers and times: the earliest or latest arrival
 #: (:data:`ARRIVAL_ORDER_TYPE`), and the value that came with it, in the type a MIN or MAX keeps it
 #: in (times as microseconds). Spark's ``min_by``/``max_by`` fill the value; both stay in the text pool,
 #: where slots recorded before keep them.
-ARRIVAL_ORDER = Field("ao", ARRIVAL_ORDER_TYPE, "min", Pool.TEXT, generic=False)
-EXACT_BY_ORDER = Field("ax", "decimal", FIRST_BY_ORDER, Pool.TEXT, generic=False)
-INTEGER_BY_ORDER = Field("ai", "bigint", FIRST_BY_ORDER, Pool.TEXT, generic=False)
-FLOATING_BY_ORDER = Field("ad", "double", FIRST_BY_ORDER, Pool.TEXT, generic=False)
-ALL_ARRIVED = Field("al", ARRIVED, "collect_list", Pool.TEXT, generic=False)
+ARRIVAL_ORDER = Field("ao", ARRIVAL_ORDER_TYPE, Fill.EARLIEST_ARRIVAL, Pool.TEXT, generic=False)
+EXACT_BY_ORDER = Field("ax", "decimal", Fill.FIRST_BY_ORDER, Pool.TEXT, generic=False)
+INTEGER_BY_ORDER = Field("ai", "bigint", Fill.FIRST_BY_ORDER, Pool.TEXT, generic=False)
+FLOATING_BY_ORDER = Field("ad", "double", Fill.FIRST_BY_ORDER, Pool.TEXT, generic=False)
+ALL_ARRIVED = Field("al", ARRIVED, Fill.ALL_BY_ARRIVAL, Pool.TEXT, generic=False)
 #: Every value with its arrival (LISTAGG, ARRAY_AGG, JSON_ARRAYAGG, LAST_VALUE with DISTINCT).
-ALL_ORDERED = Field("ar", ORDERED, "collect_list", Pool.TEXT, generic=False)
+ALL_ORDERED = Field("ar", ORDERED, Fill.ALL_BY_ARRIVAL, Pool.TEXT, generic=False)
 #: Each field of a value kept with its arrival, and the one a layout recorded before keeps in its place.
 ARRIVED_BEFORE: Mapping[Field, Field] = {FIRST_ORDERED: FIRST_ARRIVED, LAST_ORDERED: LAST_ARRIVED,
                                          ALL_ORDERED: ALL_ARRIVED}
-VALUE_LIST = Field("cl", "string", "collect_list", Pool.TEXT, generic=False)  # every value, as text, in no order
+VALUE_LIST = Field("cl", "string", Fill.VALUE_LIST, Pool.TEXT, generic=False)  # every value, as text, in no order
 #: A value kept with its key, both as text (JSON_OBJECTAGG's), and the list of them, in no order.
 KEYED = "struct<k:string,v:string>"
-KEYED_LIST = Field("kv", KEYED, "collect_list", Pool.TEXT, generic=False)
+KEYED_LIST = Field("kv", KEYED, Fill.KEYED_VALUES, Pool.TEXT, generic=False)
 #: A HyperLogLog sketch of the values (Apache DataSketches', Spark's ``hll_sketch_agg``): a few
 #: hundred bytes while the values are few (at lg_k 14, exact up to 913 of them, measured), about
 #: 2^lg_k bytes at most (16,424 at lg_k 14).
-SKETCH = Field("h", "binary", "hll_sketch_agg", Pool.TEXT, generic=False, carried=False)
+SKETCH = Field("h", "binary", Fill.SKETCH, Pool.TEXT, generic=False, carried=False)
 #: Every kind of field, in the order a slot's fields stand in the buffer.
 FIELDS = (COUNTED, EXACT_SUM, FLOATING_VALUE, INTEGER_VALUE, EXACT_EXTREME, TEXT_EXTREME, VALUES, FLOATING_SQUARES, EXACT_SQUARES,
           FIRST_ARRIVED, LAST_ARRIVED, ALL_ARRIVED, VALUE_LIST, KEYED_LIST, SKETCH, ARRIVAL_ORDER, EXACT_BY_ORDER,
           INTEGER_BY_ORDER, FLOATING_BY_ORDER, ALL_ORDERED, FIRST_ORDERED, LAST_ORDERED)
-
-#: How a field is filled from input rows: an aggregate function of the row's value, of its square
-#: (``sum_squares``), or of the value with its arrival (the earliest, the latest, all of them).
-SUM_SQUARES = "sum_squares"
-FIRST_BY_ARRIVAL, LAST_BY_ARRIVAL, ALL_BY_ARRIVAL = "first_by_arrival", "last_by_arrival", "all_by_arrival"
-#: Every value with its key (the aggregate's first argument).
-ALL_BY_KEY = "all_by_key"
-#: How two partial states of a field become one, by the function that filled it (``union``: the
-#: distinct values of both sets; ``append``: both lists, in no order; ``concat``: the lists of a
-#: window's slices one after the other, each in arrival order, the later slice's first for HOP
-#: windows and the earlier's for CUMULATE, as Flink merges slices; ``min_by``/``max_by``: the value
-#: of the earliest or latest arrival, by the slot's :data:`ARRIVAL_ORDER` field).
-MERGE: Mapping[str, str] = {"count": "sum", "sum": "sum", SUM_SQUARES: "sum", "min": "min", "max": "max",
-                            "collect_set": "union", FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max",
-                            ALL_BY_ARRIVAL: "concat", "collect_list": "append", ALL_BY_KEY: "append",
-                            "hll_sketch_agg": "hll_union_agg", **BY_ORDER}
 
 #: What a constant argument after an aggregate's value is: LISTAGG's separator (a string) or
 #: APPROX_COUNT_DISTINCT's accuracy (a number between 0 and 1).
@@ -207,8 +240,8 @@ def sketch_size(accuracy: float) -> int:
 #: NULL values (``AggregateFunction.null_switch``).
 IGNORE_NULLS, NULL_ON_NULL, ABSENT_ON_NULL = "IGNORE NULLS", "NULL ON NULL", "ABSENT ON NULL"
 
-#: A state: each field with the aggregate function that fills it from input rows.
-State = tuple[tuple[Field, str], ...]
+#: A state: each field with how it is filled from input rows.
+State = tuple[tuple[Field, Fill], ...]
 
 
 class Result(Enum):
@@ -380,7 +413,7 @@ class AggregateFunction:
         return exp.DataType.build(f"DECIMAL({MAX_DIGITS}, {max(scale, 6) if self.result is not Result.SUM else scale})")
 
 
-def _extreme(name: str, function: str, result: Result) -> AggregateFunction:
+def _extreme(name: str, function: Fill, result: Result) -> AggregateFunction:
     return AggregateFunction(name, {Family.EXACT: ((EXACT_EXTREME, function),),
                                     Family.INTEGER: ((INTEGER_VALUE, function),),
                                     Family.TIME: ((EXACT_EXTREME, function),),
@@ -389,16 +422,16 @@ def _extreme(name: str, function: str, result: Result) -> AggregateFunction:
                              integers_as=Family.INTEGER, own_type=True)
 
 
-def _by_arrival(name: str, function: str, result: Result, distinct_state: State = ()) -> AggregateFunction:
-    """FIRST_VALUE and LAST_VALUE: a number or a time kept in the type a MIN or MAX keeps it in,
-    beside its arrival as one number (``function`` of :data:`ARRIVAL_ORDER`); text, or a value of a
-    type the declared columns do not make certain, kept as text with its arrival."""
-    by_order = FIRST_BY_ORDER if function == "min" else LAST_BY_ORDER
+def _by_arrival(name: str, first: bool, result: Result, distinct_state: State = ()) -> AggregateFunction:
+    """FIRST_VALUE (``first``) and LAST_VALUE: a number or a time kept in the type a MIN or MAX
+    keeps it in, beside its earliest or latest arrival as one number (:data:`ARRIVAL_ORDER`); text,
+    or a value of a type the declared columns do not make certain, kept as text with its arrival."""
+    arrival, by_order = (Fill.EARLIEST_ARRIVAL, Fill.FIRST_BY_ORDER) if first else (Fill.LATEST_ARRIVAL, Fill.LAST_BY_ORDER)
     kept = {Family.EXACT: EXACT_BY_ORDER, Family.TIME: EXACT_BY_ORDER, Family.INTEGER: INTEGER_BY_ORDER,
             Family.FLOATING: FLOATING_BY_ORDER}
-    as_text = FIRST_ORDERED if function == "min" else LAST_ORDERED
-    return AggregateFunction(name, {None: ((as_text, FIRST_BY_ARRIVAL if function == "min" else LAST_BY_ARRIVAL),),
-                                    **{f: ((ARRIVAL_ORDER, function), (field, by_order)) for f, field in kept.items()}},
+    as_text = (FIRST_ORDERED, Fill.FIRST_BY_ARRIVAL) if first else (LAST_ORDERED, Fill.LAST_BY_ARRIVAL)
+    return AggregateFunction(name, {None: (as_text,),
+                                    **{f: ((ARRIVAL_ORDER, arrival), (field, by_order)) for f, field in kept.items()}},
                              result, integers_as=Family.INTEGER, distinct=Distinct.FIRST_ARRIVALS,
                              distinct_state=distinct_state, own_type=True)
 
@@ -406,23 +439,24 @@ def _by_arrival(name: str, function: str, result: Result, distinct_state: State 
 def _spread(name: str, result: Result, flink: str = "") -> AggregateFunction:
     """STDDEV and VARIANCE, as Flink reduces them: from the count, the sum and the sum of squares
     of the values; Flink computes those of integers in DOUBLE."""
-    return AggregateFunction(name, {Family.EXACT: ((COUNTED, "count"), (EXACT_SUM, "sum"), (EXACT_SQUARES, SUM_SQUARES)),
-                                    Family.FLOATING: ((COUNTED, "count"), (FLOATING_VALUE, "sum"),
-                                                      (FLOATING_SQUARES, SUM_SQUARES))},
+    return AggregateFunction(name, {Family.EXACT: ((COUNTED, Fill.COUNT), (EXACT_SUM, Fill.SUM),
+                                                   (EXACT_SQUARES, Fill.SUM_SQUARES)),
+                                    Family.FLOATING: ((COUNTED, Fill.COUNT), (FLOATING_VALUE, Fill.SUM),
+                                                      (FLOATING_SQUARES, Fill.SUM_SQUARES))},
                              result, flink, integers_as=Family.FLOATING)
 
 
 AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
-    AggregateFunction("COUNT", {None: ((COUNTED, "count"),)}, Result.COUNT),
-    AggregateFunction("SUM", {Family.EXACT: ((EXACT_SUM, "sum"),), Family.INTEGER: ((INTEGER_VALUE, "sum"),),
-                              Family.FLOATING: ((FLOATING_VALUE, "sum"),)},
+    AggregateFunction("COUNT", {None: ((COUNTED, Fill.COUNT),)}, Result.COUNT),
+    AggregateFunction("SUM", {Family.EXACT: ((EXACT_SUM, Fill.SUM),), Family.INTEGER: ((INTEGER_VALUE, Fill.SUM),),
+                              Family.FLOATING: ((FLOATING_VALUE, Fill.SUM),)},
                       Result.SUM, integers_as=Family.INTEGER, own_type=True),
-    _extreme("MIN", "min", Result.MIN),
-    _extreme("MAX", "max", Result.MAX),
+    _extreme("MIN", Fill.MIN, Result.MIN),
+    _extreme("MAX", Fill.MAX, Result.MAX),
     # Flink averages integers from a BIGINT sum (wrapping) and their count.
-    AggregateFunction("AVG", {Family.EXACT: ((COUNTED, "count"), (EXACT_SUM, "sum")),
-                              Family.INTEGER: ((COUNTED, "count"), (INTEGER_VALUE, "sum")),
-                              Family.FLOATING: ((COUNTED, "count"), (FLOATING_VALUE, "sum"))}, Result.MEAN,
+    AggregateFunction("AVG", {Family.EXACT: ((COUNTED, Fill.COUNT), (EXACT_SUM, Fill.SUM)),
+                              Family.INTEGER: ((COUNTED, Fill.COUNT), (INTEGER_VALUE, Fill.SUM)),
+                              Family.FLOATING: ((COUNTED, Fill.COUNT), (FLOATING_VALUE, Fill.SUM))}, Result.MEAN,
                       integers_as=Family.INTEGER),
     _spread("STDDEV_POP", Result.STDDEV_POP),
     _spread("STDDEV_SAMP", Result.STDDEV_SAMP),
@@ -431,23 +465,23 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     # DISTINCT: the value that arrived first is also the first distinct one. Flink's
     # LAST_VALUE(DISTINCT) is the value whose first arrival is the latest (of 9, 3, 5, 9: 5), which
     # the latest arrival alone cannot tell: it keeps every value with its arrival.
-    _by_arrival("FIRST_VALUE", "min", Result.FIRST),
-    _by_arrival("LAST_VALUE", "max", Result.LAST, distinct_state=((ALL_ORDERED, ALL_BY_ARRIVAL),)),
-    AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ORDERED, ALL_BY_ARRIVAL),)}, Result.LIST, literal=SEPARATOR,
+    _by_arrival("FIRST_VALUE", True, Result.FIRST),
+    _by_arrival("LAST_VALUE", False, Result.LAST, distinct_state=((ALL_ORDERED, Fill.ALL_BY_ARRIVAL),)),
+    AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ORDERED, Fill.ALL_BY_ARRIVAL),)}, Result.LIST, literal=SEPARATOR,
                       distinct=Distinct.FIRST_ARRIVALS),
-    AggregateFunction("ARRAY_AGG", {None: ((ALL_ORDERED, ALL_BY_ARRIVAL),)}, Result.ARRAY,
+    AggregateFunction("ARRAY_AGG", {None: ((ALL_ORDERED, Fill.ALL_BY_ARRIVAL),)}, Result.ARRAY,
                       distinct=Distinct.FIRST_ARRIVALS, keeps_nulls=True, null_switch=IGNORE_NULLS),
     # DISTINCT: the set of its values, each counted once.
-    AggregateFunction("COLLECT", {None: ((VALUE_LIST, "collect_list"),)}, Result.MULTISET),
+    AggregateFunction("COLLECT", {None: ((VALUE_LIST, Fill.VALUE_LIST),)}, Result.MULTISET),
     # Times and floating point are left out: Flink and Spark write them in JSON differently (a
     # DOUBLE: 0.000102 against 1.02E-4).
-    AggregateFunction("JSON_ARRAYAGG", {f: ((ALL_ORDERED, ALL_BY_ARRIVAL),) for f in (Family.EXACT, Family.TEXT)},
+    AggregateFunction("JSON_ARRAYAGG", {f: ((ALL_ORDERED, Fill.ALL_BY_ARRIVAL),) for f in (Family.EXACT, Family.TEXT)},
                       Result.JSON_ARRAY, distinct=Distinct.REFUSED, null_switch=NULL_ON_NULL),
-    AggregateFunction("JSON_OBJECTAGG", {f: ((KEYED_LIST, ALL_BY_KEY),) for f in (Family.EXACT, Family.TEXT)},
+    AggregateFunction("JSON_OBJECTAGG", {f: ((KEYED_LIST, Fill.KEYED_VALUES),) for f in (Family.EXACT, Family.TEXT)},
                       Result.JSON_OBJECT, keyed=True, distinct=Distinct.REFUSED, keeps_nulls=True,
                       null_switch=ABSENT_ON_NULL),
     # VVR's: approximate by design, so DISTINCT adds nothing to it, and VVR takes none.
-    AggregateFunction("APPROX_COUNT_DISTINCT", {None: ((SKETCH, "hll_sketch_agg"),)}, Result.ESTIMATE,
+    AggregateFunction("APPROX_COUNT_DISTINCT", {None: ((SKETCH, Fill.SKETCH),)}, Result.ESTIMATE,
                       literal=ACCURACY, distinct=Distinct.REFUSED),
 )}
 
@@ -474,7 +508,7 @@ def state_of(function: str, family: Family | None, distinct: bool, ordered_arriv
     ``ordered_arrivals`` (a layout recorded before them), a value kept with its arrival keeps it as
     a struct (:data:`ARRIVED_BEFORE`). Raises KeyError for an aggregate the engine does not run over ``family``."""
     if keeps_set(function, distinct):
-        return ((VALUES, "collect_set"),)
+        return ((VALUES, Fill.VALUE_SET),)
     found = AGGREGATES[function].state_of(family, distinct)
     if found is None:
         raise KeyError(f"{function} over {family}")

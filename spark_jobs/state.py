@@ -47,16 +47,15 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Iterator, Sequence
+from typing import Callable, Iterator, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from stategate.analyzer.aggregates import (ALL_BY_ARRIVAL, ALL_BY_KEY, AGGREGATES, ARRIVAL_ORDER, ARRIVAL_ORDER_TYPE,
-                                           ARRIVED, BY_ORDER, ORDERED, DEFAULT_ACCURACY, FIRST_BY_ARRIVAL, KEYED,
-                                           LAST_BY_ARRIVAL, MERGE, ORDER_DIGITS, SKETCH, SUM_SQUARES, Field, Pool,
-                                           Result, sketch_size, state_of)
+from stategate.analyzer.aggregates import (AGGREGATES, ARRIVAL_ORDER, ARRIVAL_ORDER_TYPE, ARRIVED, DEFAULT_ACCURACY,
+                                           KEYED, ORDER_DIGITS, ORDERED, Field, Fill, Pool, Result, Takes,
+                                           sketch_size, state_of)
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
@@ -78,8 +77,6 @@ ARRIVAL = "_arrival"
 #: number's two halves, each a long (:func:`arrival_halves`), computed once a row for every field
 #: that reads them.
 ORDER, ORDER_HIGH, ORDER_LOW = "_order", "_order_h", "_order_l"
-#: The Spark aggregate function that keeps a value with its arrival, by what the table fills.
-_BY_ARRIVAL = {FIRST_BY_ARRIVAL: "min", LAST_BY_ARRIVAL: "max", ALL_BY_ARRIVAL: "collect_list"}
 
 #: The type sums are kept in, per summable value family (as the analyzer tells them), where a slot's
 #: shape says no scale (distinct slots, generic slots).
@@ -416,11 +413,11 @@ def _contribution(field: str) -> str:
 
 @dataclass(frozen=True)
 class _Field:
-    """One buffer field: its name, the aggregate function updating it, the SQL type it
-    aggregates, the slot it holds (if any), and its kind (None: the row count)."""
+    """One buffer field: its name, how it is filled, the SQL type it aggregates, the slot it holds
+    (if any), and its kind (None: the row count)."""
 
     name: str
-    function: str
+    fill: Fill
     sql_type: str
     slot: Slot | None
     kind: Field | None = None
@@ -437,9 +434,9 @@ class _Field:
 
     @property
     def order(self) -> str | None:
-        """For a value kept by its arrival (``analyzer.aggregates.BY_ORDER``), the field of its
-        slot holding that arrival."""
-        if self.kind is None or self.kind.idle not in BY_ORDER:
+        """For a value kept by its arrival (``Fill.by_order``), the field of its slot holding that
+        arrival."""
+        if self.kind is None or not self.kind.idle.by_order:
             return None
         return _order_field(self.name.removeprefix(self.kind.stem))
 
@@ -449,16 +446,16 @@ def _order_field(slot: int | str) -> str:
     return f"{ARRIVAL_ORDER.stem}{slot}"
 
 
-def slot_fields(slot: Slot) -> list[tuple[str, str]]:
-    """``(buffer field, aggregate function)`` of each field an aggregate updates and reads."""
+def slot_fields(slot: Slot) -> list[tuple[str, Fill]]:
+    """``(buffer field, how it is filled)`` of each field an aggregate updates and reads."""
     if slot.counts_rows:
-        return [(ROWS, "count")]
+        return [(ROWS, Fill.COUNT)]
     return [(f"{field.stem}{slot.index}", function)
             for field, function in state_of(slot.function, slot.family, slot.aggregate.distinct, slot.ordered_arrivals)]
 
 
 def _buffer(layout: StageLayout, slots: dict[tuple[Pool, int], Slot]) -> list[_Field]:
-    fields = [_Field(ROWS, "count", "int", None)]
+    fields = [_Field(ROWS, Fill.COUNT, "int", None)]
     for pool in Pool:
         for i, shape in enumerate(layout.pool(pool).shapes):
             if layout.is_row_count(pool, i):
@@ -488,8 +485,8 @@ def _merged_field(field: _Field, ts: str, tag: int) -> Column:
     """A re-seeded layout's field: the function that merges it, over the rows' contributions."""
     if field.slot is None and field.name != ROWS:
         return _idle(field, ts, tag)
-    function = "sum" if field.name == ROWS else _input(field)[0]
-    function = MERGE[function] if function == "count" else function  # a count is a sum of counts
+    fill = field.fill
+    function = fill.merge if fill is Fill.COUNT else fill.spark  # a count is a sum of counts
     order = quoted(_contribution(field.order)) if field.order is not None else ""
     call = _call(function, quoted(_contribution(field.name)), field, order)
     return F.expr(f"{call} FILTER (WHERE {quoted(ts)} <> {_never(tag)}) AS {quoted(field.name)}")
@@ -498,8 +495,8 @@ def _merged_field(field: _Field, ts: str, tag: int) -> Column:
 def _idle(field: _Field, ts: str, tag: int) -> Column:
     """A field no aggregate holds: its guard never holds. COUNT's argument only says which rows
     count; a count of a null literal is folded to 0."""
-    argument = "1" if field.function == "count" else f"CAST(NULL AS {field.sql_type})"
-    call = _call(BY_ORDER.get(field.function, field.function), argument, field, f"CAST(NULL AS {ARRIVAL_ORDER_TYPE})")
+    argument = "1" if field.fill is Fill.COUNT else f"CAST(NULL AS {field.sql_type})"
+    call = _call(field.fill.spark, argument, field, f"CAST(NULL AS {ARRIVAL_ORDER_TYPE})")
     return F.expr(f"{call} FILTER (WHERE {quoted(ts)} = {_never(tag)}) AS {quoted(field.name)}")
 
 
@@ -509,34 +506,37 @@ def _never(tag: int) -> str:
 
 
 def _input(field: _Field) -> tuple[str, str, str]:
-    """(Spark's aggregate function, its argument, the guard of a row it counts) of a held field, as SQL."""
+    """(Spark's aggregate function, its argument, the guard of a row it counts) of a held field, as
+    SQL: what the field takes of a row (:data:`_TAKEN`)."""
     slot = field.slot
     assert slot is not None, "an idle field takes no input"
-    function = field.function
-    if function == "count":  # COUNT(*) has no argument
-        return function, "1", _counted(slot)
-    value = _taken(slot.argument, slot.family)
-    if function == SUM_SQUARES:  # Spark's sum of the squared values
-        function, argument = "sum", f"CAST({_squared(value, slot)} AS {field.sql_type})"
-    elif function == "collect_list":  # the value itself, as text
-        argument = f"CAST({slot.argument} AS STRING)"
-    elif function == ALL_BY_KEY:  # the value with its key, both as text
-        assert slot.key is not None, "an aggregate keeping values by key reads its key's column"
-        function = "collect_list"
-        argument = f"named_struct('k', CAST({quoted(slot.key)} AS STRING), 'v', CAST({slot.argument} AS STRING))"
-    elif function == SKETCH.idle:  # the value as the sketch hashes it
-        argument = _sketched(slot)
-    elif function in _BY_ARRIVAL:  # the value as text, after where it arrived from: ordered by that
-        function = _BY_ARRIVAL[function]
-        arrival = f"'h', {quoted(ORDER_HIGH)}, 'l', {quoted(ORDER_LOW)}" if field.sql_type == ORDERED else f"'o', {quoted(ARRIVAL)}"
-        argument = f"CAST(named_struct({arrival}, 'v', CAST({slot.argument} AS STRING)) AS {field.sql_type})"
-    elif field.kind is ARRIVAL_ORDER:
-        argument = quoted(ORDER)
-    elif function in BY_ORDER:  # the value, taken by its arrival (the slot's order field; :func:`_call`)
-        function, argument = BY_ORDER[function], f"CAST({value} AS {field.sql_type})"
-    else:
-        argument = f"CAST({value} AS {field.sql_type})"
-    return function, argument, _counted(slot)
+    return field.fill.spark, _TAKEN[field.fill.takes](field, slot), _counted(slot)
+
+
+def _keyed(field: _Field, slot: Slot) -> str:
+    """The value with its key, both as text."""
+    assert slot.key is not None, "an aggregate keeping values by key reads its key's column"
+    return f"named_struct('k', CAST({quoted(slot.key)} AS STRING), 'v', CAST({slot.argument} AS STRING))"
+
+
+def _with_its_arrival(field: _Field, slot: Slot) -> str:
+    """The value as text, after where it arrived from (as two longs, or as a struct in a layout
+    recorded before them), in the field's type: ordered by that."""
+    arrival = f"'h', {quoted(ORDER_HIGH)}, 'l', {quoted(ORDER_LOW)}" if field.sql_type == ORDERED else f"'o', {quoted(ARRIVAL)}"
+    return f"CAST(named_struct({arrival}, 'v', CAST({slot.argument} AS STRING)) AS {field.sql_type})"
+
+
+#: What a field takes of an input row (``analyzer.aggregates.Takes``), as SQL.
+_TAKEN: dict[Takes, Callable[[_Field, Slot], str]] = {
+    Takes.ROW: lambda field, slot: "1",  # its guard says which rows count
+    Takes.VALUE: lambda field, slot: f"CAST({_taken(slot.argument, slot.family)} AS {field.sql_type})",
+    Takes.SQUARE: lambda field, slot: f"CAST({_squared(_taken(slot.argument, slot.family), slot)} AS {field.sql_type})",
+    Takes.TEXT: lambda field, slot: f"CAST({slot.argument} AS STRING)",
+    Takes.KEYED: _keyed,
+    Takes.SKETCHED: lambda field, slot: _sketched(slot),
+    Takes.ARRIVED: _with_its_arrival,
+    Takes.ORDER: lambda field, slot: quoted(ORDER),
+}
 
 
 def _taken(value: str, family: Family) -> str:
@@ -548,7 +548,7 @@ def _call(function: str, argument: str, field: _Field, order: str) -> str:
     """``function(argument)`` as SQL, the sketch's size after a sketch's value (a re-seed's
     contribution to a sketch is a value too: an added sketch has no state to carry), the arrival
     ``order`` after a value kept by its arrival."""
-    if function == SKETCH.idle and field.slot is not None:
+    if field.fill is Fill.SKETCH and field.slot is not None:
         return f"{function}({argument}, {sketch_size(_accuracy(field.slot))})"
     if field.order is not None:
         return f"{function}({argument}, {order})"
@@ -627,16 +627,15 @@ def combine(slots: Sequence[Slot], slice_order: str) -> list[Column]:
     """Stage 2: a window's values, from the buffers of its slices: only the fields the query's
     aggregates read (a window is emitted once, so its row needs no fixed schema). The column
     ``slice_order`` orders a window's slices as Flink merges them, for the lists kept in arrival order."""
-    orders = {name: _order_field(slot.index) for slot in slots
-              for name, function in slot_fields(slot) if function in BY_ORDER}
+    orders = {name: _order_field(slot.index) for slot in slots for name, fill in slot_fields(slot) if fill.by_order}
     return [F.expr(f"{_merged(name, function, quoted(slice_order), orders.get(name))} AS {quoted(name)}")
             for name, function in window_fields(slots)]
 
 
-def window_fields(slots: Sequence[Slot]) -> list[tuple[str, str]]:
-    """``(buffer field, aggregate function)`` of the row count and of each field the aggregates
+def window_fields(slots: Sequence[Slot]) -> list[tuple[str, Fill]]:
+    """``(buffer field, how it is filled)`` of the row count and of each field the aggregates
     read, each once (a COUNT(*) that is the row count reads it)."""
-    return list(dict([(ROWS, "count"), *(f for slot in slots for f in slot_fields(slot))]).items())
+    return list(dict([(ROWS, Fill.COUNT), *(f for slot in slots for f in slot_fields(slot))]).items())
 
 
 def fields_of(slot: Slot) -> list[str]:
@@ -644,28 +643,29 @@ def fields_of(slot: Slot) -> list[str]:
     return [name for name, _ in slot_fields(slot)]
 
 
-def _merged(name: str, function: str, slice_order: str, order: str | None = None) -> str:
-    """A field of several buffers merged into one, as the table merges the function that filled it,
-    as SQL. Lists are concatenated in ``slice_order``: each value's order becomes (its slice's, its
-    own); a value kept by its arrival is taken by the field ``order``."""
-    merge, field = MERGE[function], quoted(name)
+def _merged(name: str, fill: Fill, slice_order: str, order: str | None = None) -> str:
+    """A field of several buffers merged into one, as SQL: as ``fill`` merges (``Fill.merge``; a
+    list or set by :data:`_LIST_MERGES`, each slice's list in arrival order already, pooled). Lists
+    are concatenated in ``slice_order``: each value's order becomes (its slice's, its own); a value
+    kept by its arrival is taken by the field ``order``."""
+    field = quoted(name)
     if order is not None:
-        return f"{merge}({field}, {quoted(order)})"
-    if merge == "union":
-        return f"array_distinct(flatten(collect_list({field})))"
-    if merge == "append":
-        return f"flatten(collect_list({field}))"
-    if merge == "concat":  # each slice's values are in arrival order already (pooled)
-        return f"flatten(sort_array(collect_list(named_struct('k', {slice_order}, 'l', {field}))).l)"
-    return f"{merge}({field})"
+        return f"{fill.merge}({field}, {quoted(order)})"
+    merged = _LIST_MERGES.get(fill.merge)
+    return merged.format(field=field, order=slice_order) if merged else f"{fill.merge}({field})"
+
+
+#: The merges of lists and sets (``Fill.merge``) as SQL over the slices' ``field`` and their ``order``.
+_LIST_MERGES = {"union": "array_distinct(flatten(collect_list({field})))", "append": "flatten(collect_list({field}))",
+                "concat": "flatten(sort_array(collect_list(named_struct('k', {order}, 'l', {field}))).l)"}
 
 
 def pooled(slots: Sequence[Slot]) -> list[Column]:
     """The fields of a slice that windows are assembled from (:func:`window_fields`): as kept, but a
     list kept with arrivals as its values in arrival order, sorted once per slice rather than once
     per window holding it."""
-    return [F.expr(f"{in_arrival_order(quoted(name))} AS {quoted(name)}") if function == ALL_BY_ARRIVAL else F.col(name)
-            for name, function in window_fields(slots)]
+    return [F.expr(f"{in_arrival_order(quoted(name))} AS {quoted(name)}") if fill is Fill.ALL_BY_ARRIVAL else F.col(name)
+            for name, fill in window_fields(slots)]
 
 
 def in_arrival_order(kept: str) -> str:
@@ -731,8 +731,8 @@ def _final(slot: Slot, assembled: bool) -> str:
 
 
 def _by_order(slot: Slot) -> bool:
-    """Whether the slot keeps its value by its arrival as one number (``analyzer.aggregates.BY_ORDER``)."""
-    return any(function in BY_ORDER for _, function in slot_fields(slot))
+    """Whether the slot keeps its value by its arrival as one number (``Fill.by_order``)."""
+    return any(fill.by_order for _, fill in slot_fields(slot))
 
 
 def _arrived(slot: Slot, assembled: bool) -> str:
@@ -742,9 +742,9 @@ def _arrived(slot: Slot, assembled: bool) -> str:
     NULL where there is none (JSON_ARRAYAGG: ``[]``), as Flink gives them. With DISTINCT, each value
     once, where it first arrived (``analyzer.aggregates.Distinct``): LAST_VALUE's is the value
     whose first arrival is the latest, from the list of every value it keeps then."""
-    [(name, function)] = slot_fields(slot)
+    [(name, fill)] = slot_fields(slot)
     kept = quoted(name)
-    if function != ALL_BY_ARRIVAL:  # FIRST_VALUE, LAST_VALUE: one value kept
+    if fill is not Fill.ALL_BY_ARRIVAL:  # FIRST_VALUE, LAST_VALUE: one value kept
         return _as(f"{kept}.v", slot.input_type)
     values = kept if assembled else in_arrival_order(kept)
     if slot.aggregate.distinct:

@@ -18,6 +18,9 @@ from sqlglot import exp, generator, parser, tokens
 from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
 from sqlglot.tokens import TokenType
 
+if t.TYPE_CHECKING:
+    from sqlglot.optimizer.annotate_types import TypeAnnotator
+
 WINDOW_KINDS = ("TUMBLE", "HOP", "CUMULATE", "SESSION")
 #: The interval arguments of each window TVF by name, in their positional order (Flink's named
 #: form: ``TUMBLE(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SIZE => INTERVAL ...)``).
@@ -308,8 +311,20 @@ class FlinkGenerator(generator.Generator):
         return super().property_sql(expression)
 
 
+def _annotate_div(annotator: TypeAnnotator, div: exp.Div) -> exp.Div:
+    """Flink divides integers as integers, in the wider operand's type (``7 / 2`` is the INT 3, a
+    TINYINT by a TINYINT a TINYINT); any other division as sqlglot types it."""
+    left, right = div.left.type, div.right.type
+    if left is not None and right is not None and left.this in exp.DataType.INTEGER_TYPES \
+            and right.this in exp.DataType.INTEGER_TYPES:
+        annotator._set_type(div, annotator._maybe_coerce(left, right))
+        return div
+    return annotator._annotate_div(div)
+
+
 class Flink(Dialect):
     NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_SENSITIVE
+    EXPRESSION_METADATA = {**Dialect.EXPRESSION_METADATA, exp.Div: {"annotator": _annotate_div}}
     # Flink's planner collates NULL low (FlinkPlannerImpl.defaultNullCollation = LOW): first when
     # ascending, last when descending. The parser fills in that default where no NULLS is written.
     NULL_ORDERING = "nulls_are_small"

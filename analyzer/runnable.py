@@ -36,7 +36,7 @@ from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, Inter
 from stategate.analyzer.scope import time_attribute, window_field_of
 from stategate.analyzer.layout import argument_family
 from stategate.analyzer.families import Family
-from stategate.analyzer.value_types import exact_scale, family, is_integer, value_type
+from stategate.analyzer.value_types import TIMES, Typing, exact_scale, family, text_digits
 from stategate.analyzer.windows import Session, SharedKind
 
 CONNECTORS = (FILESYSTEM, PRINT, KAFKA)
@@ -121,46 +121,46 @@ def _check_constructs(model: JobModel, pipeline: Pipeline) -> None:
 
 
 #: What a user writes instead of an expression Spark computes otherwise than Flink.
-INTEGER_DIVISION = ("Flink divides integers as integers (7 / 2 = 3) and Spark does not: write "
-                    "CAST(CAST(a AS DOUBLE) / b AS INT) for Flink's quotient, or CAST(a AS DOUBLE) / b for a fraction")
 TIME_AS_TEXT = ("Flink writes a time's fraction of a second as its type has it (08:01:00.000) and Spark drops "
                 "a zero one: write DATE_FORMAT(t, 'yyyy-MM-dd HH:mm:ss.SSS')")
 BOOLEAN_AS_TEXT = ("Flink writes a BOOLEAN as TRUE or FALSE and Spark in lower case: write "
                    "CASE WHEN b THEN 'TRUE' WHEN NOT b THEN 'FALSE' END")
+#: Where a BOOLEAN or a time cast to text is written as Flink writes it (``spark_jobs.expressions``).
+TEXT_AS_FLINK = ("; a CAST to STRING (no length) is written as Flink writes it")
 COLLECTION_AS_TEXT = ("Flink writes an ARRAY as text with NULL in capitals ([1, NULL]), a MULTISET in its hash "
                       "map's order, and Spark otherwise: keep the ARRAY or MULTISET, or aggregate the values as "
                       "text and write '[' || ARRAY_JOIN(ARRAY_AGG(CAST(x AS STRING)), ', ', 'NULL') || ']'")
-_TIMES = (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPLTZ, exp.DataType.Type.TIMESTAMPTZ)
 #: The types of collections, which Flink and Spark write as text differently (a MULTISET is a LIST to sqlglot).
 _COLLECTION_TYPES = (exp.DataType.Type.ARRAY, exp.DataType.Type.LIST, exp.DataType.Type.MAP)
 
 
 def _check_expressions(model: JobModel, pipeline: Pipeline) -> None:
     """Expressions Spark computes otherwise than Flink, refused with what to write instead (Spark's
-    SQL is what the engine runs them as): a division of integers, which Flink makes an integer
-    (7 / 2 = 3) and Spark a fraction; a time cast to text, whose fraction of a second Flink always
-    writes (``08:01:00.000``) and Spark drops where it is zero; a BOOLEAN cast to text (``TRUE``
-    against ``true``); an ARRAY or a MULTISET cast to text (``[1, NULL]`` against ``[1, null]``)."""
+    SQL is what the engine runs them as; a division of integers, and a BOOLEAN or a time cast to
+    STRING, it runs as Flink's, :mod:`spark_jobs.expressions`): a time cast to a text of a length,
+    or of more digits of a second than Spark keeps, whose fraction of a second Flink always writes
+    (``08:01:00.000``) and Spark drops where it is zero; a BOOLEAN cast to a text of a length
+    (``TRUE`` against ``true``); an ARRAY or a MULTISET cast to text (``[1, NULL]`` against
+    ``[1, null]``)."""
     resolved: list[Resolved | None] = [o.value for o in pipeline.outputs]
     for stage in pipeline.stages():
         resolved += [*(a for agg in stage.aggregates for a in agg.args), *(agg.filter for agg in stage.aggregates),
                      *(k.value for k in stage.group_keys), *stage.filters]
     for expr in (r.expr for r in resolved if r is not None and not isinstance(r.expr, (exp.Column, exp.Literal))):
-        for node in expr.find_all(exp.Div, exp.Cast):
+        for node in expr.find_all(exp.Cast):
             _check_expression(model, node)
 
 
-def _check_expression(model: JobModel, node: exp.Expr) -> None:
+def _check_expression(model: JobModel, node: exp.Cast) -> None:
     line, col = position(node)
     written = node.sql(dialect=Flink)
-    if isinstance(node, exp.Div) and is_integer(model, node.left) and is_integer(model, node.right):
-        raise SQLModelError(f"{written}: {INTEGER_DIVISION}", line=line, col=col)
-    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.TEXT_TYPES):
-        cast_from = value_type(model, node.this).this
-        if cast_from in _TIMES:
-            raise SQLModelError(f"{written}: {TIME_AS_TEXT}", line=line, col=col)
-        if cast_from is exp.DataType.Type.BOOLEAN:
-            raise SQLModelError(f"{written}: {BOOLEAN_AS_TEXT}", line=line, col=col)
+    if node.to.is_type(*exp.DataType.TEXT_TYPES):
+        kind = Typing(model).of(node.this)  # as the job types it
+        cast_from, as_flink = kind.this, not node.to.expressions  # STRING, or a VARCHAR of no length
+        if cast_from in TIMES and not (as_flink and text_digits(kind) is not None):
+            raise SQLModelError(f"{written}: {TIME_AS_TEXT}{TEXT_AS_FLINK}", line=line, col=col)
+        if cast_from is exp.DataType.Type.BOOLEAN and not as_flink:
+            raise SQLModelError(f"{written}: {BOOLEAN_AS_TEXT}{TEXT_AS_FLINK}", line=line, col=col)
         if cast_from in _COLLECTION_TYPES:
             raise SQLModelError(f"{written}: {COLLECTION_AS_TEXT}", line=line, col=col)
 

@@ -18,7 +18,7 @@ from sqlglot.optimizer.annotate_types import annotate_types
 from stategate.analyzer.aggregates import AGGREGATES
 from stategate.analyzer.dialect import Flink, function_name
 from stategate.analyzer.families import MAX_DIGITS, Family
-from stategate.analyzer.model import JobModel, sql_key
+from stategate.analyzer.model import WINDOW_MARKER, JobModel, sql_key
 
 #: Flink's built-in functions that return STRING and that sqlglot cannot type on its own.
 TEXT_FUNCTIONS = frozenset({
@@ -28,6 +28,9 @@ TEXT_FUNCTIONS = frozenset({
     "SPLIT_INDEX", "TO_BASE64", "TRANSLATE", "URL_DECODE", "URL_ENCODE", "UUID",
 })
 _STRING = exp.DataType.build("STRING", dialect=Flink)
+#: Flink's type of a window's attributes (``window_start``, ``window_end``, ``window_time``, a
+#: legacy window's ``TUMBLE_START``...), as its text shows them: a time of milliseconds.
+_WINDOW_ATTRIBUTE = exp.DataType.build("TIMESTAMP(3)", dialect=Flink)
 _UNKNOWN = exp.DataType.build("UNKNOWN")
 
 
@@ -148,14 +151,16 @@ INTEGER_BITS = {exp.DataType.Type.TINYINT: 8, exp.DataType.Type.SMALLINT: 16, ex
 
 @dataclass(frozen=True)
 class Typing:
-    """What types the expressions at one point of a query: the model's declared columns and, past
-    a window aggregation, the values it computed (by expression key: each group key, and each
-    aggregate's result as Flink types it, ``SUM`` of an INT an INT)."""
+    """What types the expressions at one point of a query: the model's declared columns, a
+    window's attributes and, past a window aggregation, the values it computed (by expression key:
+    each group key, and each aggregate's result as Flink types it, ``SUM`` of an INT an INT)."""
 
     model: JobModel
     known: Mapping[str, exp.DataType] = field(default_factory=dict)
 
     def of(self, expr: exp.Expr) -> exp.DataType:
+        if isinstance(expr, exp.Column) and expr.table.startswith(WINDOW_MARKER):
+            return _WINDOW_ATTRIBUTE.copy()
         return value_type(self.model, expr, self.known)
 
     def integer_bits(self, expr: exp.Expr) -> int | None:
@@ -169,6 +174,22 @@ class Typing:
     def knowing(self, known: Mapping[str, exp.DataType]) -> Typing:
         """This typing, and the types of the values ``known`` holds."""
         return Typing(self.model, {**self.known, **known})
+
+
+#: The time types Flink writes as text with their fraction of a second (:func:`text_digits`).
+TIMES = (exp.DataType.Type.TIMESTAMP, exp.DataType.Type.TIMESTAMPLTZ, exp.DataType.Type.TIMESTAMPTZ)
+#: A time's digits of a second, where its type names none (Flink's TIMESTAMP is a TIMESTAMP(6)).
+_TIME_DIGITS = 6
+
+
+def text_digits(kind: exp.DataType) -> int | None:
+    """The digits of a second with which Flink writes a time of type ``kind`` as text, always all
+    of them (a TIMESTAMP(3)'s ``08:01:00.000``); None for a type of no time, or of more digits than
+    Spark keeps (microseconds)."""
+    if kind.this not in TIMES:
+        return None
+    digits = int(kind.expressions[0].name) if kind.expressions else _TIME_DIGITS
+    return digits if digits <= _TIME_DIGITS else None
 
 
 def is_integer(model: JobModel, expr: exp.Expr) -> bool:

@@ -78,9 +78,13 @@ FAMILIES = {
                  "JSON_OBJECTAGG(KEY DATE_FORMAT(bidtime, 'HH:mm:ss') VALUE {c} ABSENT ON NULL)"),
                 "exact", ("price", "qty", "supplier_id")),
     # Arithmetic as Flink types it: an integer literal is an INT (a DECIMAL divided by one keeps 13
-    # digits of scale), an integer quotient written as stategate asks, a time as text.
+    # digits of scale), integers divided as integers (in the wider operand's type, truncated toward
+    # zero; an AVG of INTs is an INT), a time as text.
     "expressions": (("SUM({c} / 3)", "SUM({c} * 3 - 1)", "MAX(CAST(CAST(qty AS DOUBLE) / 7 AS INT))",
-                     "MIN(MOD(qty, 7))", "LISTAGG(DATE_FORMAT(bidtime, 'yyyy-MM-dd HH:mm:ss.SSS'))"),
+                     "MIN(MOD(qty, 7))", "LISTAGG(DATE_FORMAT(bidtime, 'yyyy-MM-dd HH:mm:ss.SSS'))",
+                     "MAX(qty / 7)", "MIN(qty / -3)", "SUM(CAST(qty AS TINYINT) / CAST(3 AS TINYINT))",
+                     "MAX(CAST(qty AS BIGINT) / 4)", "COUNT(*) FILTER (WHERE qty / 10 = 4)", "COUNT(*) / COUNT(qty)",
+                     "AVG(qty) / 2", "SUM(qty) / -4"),
                     "exact", ("price",)),
     # Past the range of a type, over INTs that reach theirs (:data:`EXTREMES`): Flink sums a
     # TINYINT, SMALLINT or INT in its own type, and a BIGINT (also an AVG's sum) in a long, its
@@ -96,7 +100,8 @@ FAMILIES = {
                   "CAST(MAX({c}) AS DECIMAL(5, 0))", "SUM(CAST({c} AS BIGINT) * 4294967296)",
                   "SUM(CAST({c} AS BIGINT) * 4294967296) FILTER (WHERE qty > 40)",
                   "AVG(CAST({c} AS BIGINT) * 4294967296)", "SUM(DISTINCT CAST({c} AS BIGINT) * 4294967296)",
-                  "AVG(DISTINCT CAST({c} AS BIGINT) * 4294967296)"), "exact", ("qty",)),
+                  "AVG(DISTINCT CAST({c} AS BIGINT) * 4294967296)", "MIN({c} / -1)",
+                  "MIN(CAST({c} AS BIGINT) * 4294967296 / -1)", "SUM({c}) / -1"), "exact", ("qty",)),
     # A fraction CAST to an integer type, as Java narrows it: held to an INT's or a BIGINT's range,
     # a TINYINT or SMALLINT keeping an int's low bits (a DOUBLE's 300.9 is 44, 5e9 is -1); a
     # DECIMAL truncated, then cut to the type's bits; in an argument and over a window's results.
@@ -123,7 +128,8 @@ FAMILIES = {
                  "sets", ("price", "qty")),
     # Result types and NULLs over the other types a column can have: integers of every width, a
     # time, a date, a BOOLEAN, a FLOAT, text and DECIMALs of other scales; each aggregate over
-    # them, with DISTINCT and FILTER, and over expressions (CASE, COALESCE, a product).
+    # them, with DISTINCT and FILTER, and over expressions (CASE, COALESCE, a product, a BOOLEAN
+    # and times of three precisions cast to text).
     "types": (("SUM(CAST(qty AS BIGINT))", "AVG(CAST(qty AS BIGINT))", "AVG(CAST(qty AS TINYINT))",
                "MIN(CAST(qty AS SMALLINT))", "MAX(CAST(qty AS BIGINT)) FILTER (WHERE qty > 40)",
                "MIN(bidtime)", "MAX(bidtime) FILTER (WHERE qty > 40)", "MAX(CAST(bidtime AS DATE))",
@@ -144,7 +150,11 @@ FAMILIES = {
                "COUNT(DISTINCT bidtime)", "COUNT(DISTINCT score)", "AVG(DISTINCT score)", "SUM(DISTINCT CAST(qty AS BIGINT))",
                "COUNT(qty > 40)", "COUNT(DISTINCT qty > 40)", "SUM(CASE WHEN qty > 40 THEN price END)",
                "MAX(COALESCE(qty, -1))", "MAX(price * qty)", "LISTAGG(CAST(qty AS STRING), '') FILTER (WHERE price > 100)",
-               "MIN(qty) FILTER (WHERE score > 0 AND price < 200)", "COUNT(*) FILTER (WHERE supplier_id = 's1')"),
+               "MIN(qty) FILTER (WHERE score > 0 AND price < 200)", "COUNT(*) FILTER (WHERE supplier_id = 's1')",
+               "LISTAGG(CAST(qty > 40 AS STRING), '-')", "LISTAGG(CAST(bidtime AS STRING))",
+               "MIN(CAST(CAST(bidtime AS TIMESTAMP(0)) AS STRING)) FILTER (WHERE qty > 40)",
+               "MAX(CAST(CAST(bidtime AS TIMESTAMP) AS STRING))", "CAST(MAX(bidtime) AS STRING)",
+               "CAST(MIN(qty > 40) AS STRING)"),
               "exact", ("qty",)),
     # What a window without a value gives: every aggregate over no row (a FILTER that never holds).
     # A NULL group key (:data:`NULL_KEYS`): Flink groups its rows as one key, in every window kind.
@@ -205,12 +215,14 @@ SHAPES = {
     }, "exact"),
     # Legacy group windows (``GROUP BY HOP(...)``), which Flink runs with an operator of their own:
     # a HOP's LISTAGG lists its panes from the first on, where a window TVF's HOP lists its slices
-    # from the latest back; and a LISTAGG's result (a STRING) read by a cascaded window.
+    # from the latest back; a LISTAGG's result (a STRING) read by a cascaded window; window
+    # attributes cast to text.
     "legacy_windows": ({
         "tumble": "SELECT supplier_id, TUMBLE_START(bidtime, INTERVAL '10' MINUTE) AS ws, "
                   "TUMBLE_END(bidtime, INTERVAL '10' MINUTE) AS we, LISTAGG(CAST(qty AS STRING)) AS a0, "
                   "FIRST_VALUE(price) AS a1, LAST_VALUE(qty) AS a2, MIN(DISTINCT bidtime) AS a3, COLLECT(qty) AS a4, "
-                  "AVG(price) AS a5\nFROM Bid\nGROUP BY supplier_id, TUMBLE(bidtime, INTERVAL '10' MINUTE)",
+                  "AVG(price) AS a5, CAST(TUMBLE_END(bidtime, INTERVAL '10' MINUTE) AS STRING) AS a6\nFROM Bid\n"
+                  "GROUP BY supplier_id, TUMBLE(bidtime, INTERVAL '10' MINUTE)",
         "hop": "SELECT supplier_id, HOP_START(bidtime, INTERVAL '5' MINUTE, INTERVAL '10' MINUTE) AS ws, "
                "HOP_END(bidtime, INTERVAL '5' MINUTE, INTERVAL '10' MINUTE) AS we, LISTAGG(CAST(qty AS STRING)) AS a0, "
                "LISTAGG(CAST(price AS STRING), ';') FILTER (WHERE qty > 40) AS a1, COUNT(DISTINCT price) AS a2, "
@@ -224,7 +236,7 @@ SHAPES = {
                    "LISTAGG(CAST(qty AS STRING)) AS l\n"
                    f"FROM TABLE({WINDOWS['tumble']})\nGROUP BY supplier_id, window_start, window_end, window_time;\n"
                    "SELECT supplier_id, window_start, window_end, MAX(l) AS a0, MIN(l) FILTER (WHERE s > 300) AS a1, "
-                   "COUNT(DISTINCT l) AS a2, COLLECT(s) AS a3\n"
+                   "COUNT(DISTINCT l) AS a2, COLLECT(s) AS a3, CAST(window_start AS STRING) AS a4\n"
                    "FROM TABLE(HOP(TABLE Listed, DESCRIPTOR(window_time), INTERVAL '10' MINUTES, INTERVAL '30' MINUTES))\n"
                    "GROUP BY supplier_id, window_start, window_end",
     }, "exact"),
@@ -236,7 +248,7 @@ SHAPES = {
                           f"AVG(qty) AS a\nFROM TABLE({WINDOWS['tumble']})\n"
                           "GROUP BY supplier_id, window_start, window_end, window_time;\n"
                           "SELECT supplier_id, window_start, window_end, MAX(v) + 1 AS a0, SUM(a) * 2 AS a1, "
-                          "AVG(a) AS a2, MIN(v) FILTER (WHERE a > 40) AS a3\n"
+                          "AVG(a) AS a2, MIN(v) FILTER (WHERE a > 40) AS a3, SUM(v / 2) AS a4, MAX(a) / 3 AS a5\n"
                           "FROM TABLE(TUMBLE(TABLE Spread, DESCRIPTOR(window_time), INTERVAL '30' MINUTES))\n"
                           "GROUP BY supplier_id, window_start, window_end",
         "session_cascade": "CREATE TEMPORARY VIEW Sessions AS\nSELECT supplier_id, window_time, COUNT(*) AS c, "

@@ -4,7 +4,8 @@ The model's expressions are already resolved to source columns (``Bid.price``) o
 stage produces (keys, aggregates, window attributes). Translating is a rewrite of those references to
 the DataFrame's column names, then sqlglot's own Spark generator: the SQL is not parsed again.
 
-Arithmetic over a source's columns and over a window's results goes past its type's range as
+Arithmetic over a source's columns and over a window's results is Flink's: integers divide as
+integers (``7 / 2`` is 3, where Spark's is 3.5), and arithmetic goes past its type's range as
 Flink's does, where Spark's fails the query: integers wrap as Java's do (an INT's ``2147483647 + 1``
 is ``-2147483648``, a ``CAST`` of an INT or a DECIMAL to a TINYINT keeps its low 8 bits), a
 floating-point number ``CAST`` to an INT or a BIGINT is held to its range (to a TINYINT or
@@ -26,7 +27,7 @@ from stategate.analyzer.aggregates import AGGREGATES, Result
 from stategate.analyzer.layout import value_of
 from stategate.analyzer.model import Aggregate, WindowAggregate, sql_key
 from stategate.analyzer.families import Family
-from stategate.analyzer.value_types import INTEGER_BITS, Typing
+from stategate.analyzer.value_types import INTEGER_BITS, Typing, text_digits
 
 
 #: Operators whose result type depends on their operands' types. Flink types an integer literal as
@@ -64,12 +65,15 @@ def translated(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None
         if isinstance(node, exp.Literal) and node.is_int and isinstance(node.parent, _ARITHMETIC):
             return exp.cast(node.copy(), _literal_type(node))
         if typing is not None:
-            wrapped = _past_range(node, typing, lambda child: child.transform(rewrite, copy=False))
-            if wrapped is not None:
-                return wrapped
+            found = _past_range(node, typing, rewritten) or _as_text(node, typing, rewritten)
+            if found is not None:
+                return found
         return node
 
-    return expr.copy().transform(rewrite, copy=False)
+    def rewritten(child: exp.Expr) -> exp.Expr:
+        return child.transform(rewrite, copy=False)
+
+    return rewritten(expr.copy())
 
 
 def to_column(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None,
@@ -136,8 +140,8 @@ def _result_type(aggregate: Aggregate, typing: Typing) -> exp.DataType | None:
 
 def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
     """``node`` as Flink computes it where its result can pass its type's range: an addition,
-    subtraction or multiplication of integers (in the wider operand's type, as Flink types it), a
-    negation, a CAST of an integer to a narrower integer type or of a fraction to any integer type
+    subtraction, multiplication or division (:func:`_quotient`) of integers (in the wider operand's
+    type, as Flink types it), a negation, a CAST of an integer to a narrower integer type or of a fraction to any integer type
     (:func:`_java_narrowed`; a DECIMAL's truncated, then cut), a CAST of a number to a DECIMAL; its
     operands ``translated``. None for any other node.
 
@@ -152,6 +156,11 @@ def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr],
         exact = node.__class__(this=_widened(left, width), expression=_widened(right, width))
         quick = exp.Anonymous(this=_WRAPPING[type(node)], expressions=[left, right])
         return exp.Coalesce(this=quick, expressions=[_cut(exact, width)])
+    if isinstance(node, exp.Div):
+        left_bits, right_bits = _operand_bits(node.this, typing), _operand_bits(node.expression, typing)
+        if left_bits is None or right_bits is None:
+            return None
+        return _quotient(translated(node.this), translated(node.expression), max(left_bits, right_bits))
     if isinstance(node, exp.Neg) and not isinstance(node.this, exp.Literal):
         bits = _operand_bits(node.this, typing)
         if bits is None:
@@ -180,6 +189,38 @@ def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr],
             return None
         return _cut(translated(node.this), target)
     return None
+
+
+def _as_text(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
+    """A CAST to STRING (of no length) of a value Spark writes otherwise than Flink, as Flink
+    writes it: a BOOLEAN in capitals (``TRUE``, where Spark's is ``true``), a time with every digit
+    of a second its type has (a TIMESTAMP(3)'s ``08:01:00.000``, where Spark drops a zero
+    fraction); its operand ``translated``. None for any other node (the analyzer refuses those
+    casts it cannot write so: ``analyzer.runnable``)."""
+    if not isinstance(node, exp.Cast) or not node.to.is_type(*exp.DataType.TEXT_TYPES) or node.to.expressions:
+        return None
+    kind = typing.of(node.this)
+    if kind.this == exp.DType.BOOLEAN:
+        value = translated(node.this)
+        return exp.Case(ifs=[exp.If(this=value, true=exp.Literal.string("TRUE")),
+                             exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("FALSE"))])
+    digits = text_digits(kind)
+    if digits is None:
+        return None
+    pattern = "yyyy-MM-dd HH:mm:ss" + ("." + "S" * digits if digits else "")
+    return exp.Anonymous(this="date_format", expressions=[translated(node.this), exp.Literal.string(pattern)])
+
+
+def _quotient(left: exp.Expr, right: exp.Expr, width: int) -> exp.Expr:
+    """Java's quotient of two integers of ``width`` bits, Flink's: truncated toward zero (as
+    Spark's ``div``), cut to the width (an INT's ``-2147483648 / -1`` is itself). A division by
+    zero fails the query, as it fails Flink's job (Spark's ANSI mode, its default)."""
+    if width < 64:
+        return _cut(exp.IntDiv(this=_widened(left, width), expression=_widened(right, width)), width)
+    # Of longs, only MIN / -1 passes the range, where Spark's div fails: a division by -1 is a negation.
+    by_minus_one = exp.EQ(this=right.copy(), expression=exp.Literal.number(-1))
+    return exp.Case(ifs=[exp.If(this=by_minus_one, true=_cut(exp.Neg(this=_widened(left, width)), width))],
+                    default=exp.IntDiv(this=left, expression=right))
 
 
 def java_narrowed(value: str, bits: int) -> str:

@@ -58,12 +58,29 @@ def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
         wheel_environment.remove()
 
 
+#: How PySpark passes options to the JVM it starts.
+SUBMIT_ARGS = "PYSPARK_SUBMIT_ARGS"
+#: The heap of the session's JVM. The suite runs about a thousand streaming queries in it, and
+#: Spark keeps some of each after it stops (its state stores until their maintenance unloads
+#: them, 18 MB after five Flink fixtures' queries); at Spark's default of 1 GB, the queries of
+#: the widest fixtures (67 aggregates a window) took the session past it late in the suite.
+SESSION_HEAP = "2g"
+
+
 @pytest.fixture(scope="session")
 def spark():
     from stategate.spark_jobs.session import get_session
 
-    with long_lived_jvm():
-        session = get_session("stategate-tests", master="local[2]")
+    before = os.environ.get(SUBMIT_ARGS)
+    os.environ[SUBMIT_ARGS] = f"--driver-memory {SESSION_HEAP} pyspark-shell"
+    try:
+        with long_lived_jvm():
+            session = get_session("stategate-tests", master="local[2]")
+    finally:
+        if before is None:
+            del os.environ[SUBMIT_ARGS]
+        else:
+            os.environ[SUBMIT_ARGS] = before
     yield session
     session.stop()
 

@@ -126,7 +126,7 @@ TIME_AS_TEXT = ("Flink writes a time's fraction of a second as its type has it (
 BOOLEAN_AS_TEXT = ("Flink writes a BOOLEAN as TRUE or FALSE and Spark in lower case: write "
                    "CASE WHEN b THEN 'TRUE' WHEN NOT b THEN 'FALSE' END")
 #: Where a BOOLEAN or a time cast to text is written as Flink writes it (``spark_jobs.expressions``).
-TEXT_AS_FLINK = ("; a CAST to STRING (no length) is written as Flink writes it")
+TEXT_AS_FLINK = "; a CAST to STRING (no length) is written as Flink writes it"
 COLLECTION_AS_TEXT = ("Flink writes an ARRAY as text with NULL in capitals ([1, NULL]), a MULTISET in its hash "
                       "map's order, and Spark otherwise: keep the ARRAY or MULTISET, or aggregate the values as "
                       "text and write '[' || ARRAY_JOIN(ARRAY_AGG(CAST(x AS STRING)), ', ', 'NULL') || ']'")

@@ -140,10 +140,10 @@ def _result_type(aggregate: Aggregate, typing: Typing) -> exp.DataType | None:
 
 def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
     """``node`` as Flink computes it where its result can pass its type's range: an addition,
-    subtraction, multiplication or division (:func:`_quotient`) of integers (in the wider operand's
-    type, as Flink types it), a negation, a CAST of an integer to a narrower integer type or of a fraction to any integer type
-    (:func:`_java_narrowed`; a DECIMAL's truncated, then cut), a CAST of a number to a DECIMAL; its
-    operands ``translated``. None for any other node.
+    subtraction, multiplication or division (:func:`_quotient`) of integers (in the wider
+    operand's type, as Flink types it), a negation, a CAST of an integer to a narrower integer type
+    or of a fraction to any integer type (:func:`_java_narrowed`; a DECIMAL's truncated, then
+    cut), a CAST of a number to a DECIMAL; its operands ``translated``. None for any other node.
 
     The result is Spark's own where it stays in range (``try_add``...); past it, the exact result
     (in a long, or in 38 digits for a long's), cut to the type's bits as Java's arithmetic cuts it."""
@@ -214,7 +214,9 @@ def _as_text(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], ex
 def _quotient(left: exp.Expr, right: exp.Expr, width: int) -> exp.Expr:
     """Java's quotient of two integers of ``width`` bits, Flink's: truncated toward zero (as
     Spark's ``div``), cut to the width (an INT's ``-2147483648 / -1`` is itself). A division by
-    zero fails the query, as it fails Flink's job (Spark's ANSI mode, its default)."""
+    zero fails the query, as it fails Flink's job, where Spark's ANSI mode holds (the session's
+    default; the arguments of an aggregation of whole windows, built without it by
+    :func:`spark_jobs.state.wrapping_sums`, divide by zero into NULL)."""
     if width < 64:
         return _cut(exp.IntDiv(this=_widened(left, width), expression=_widened(right, width)), width)
     # Of longs, only MIN / -1 passes the range, where Spark's div fails: a division by -1 is a negation.

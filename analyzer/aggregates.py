@@ -5,9 +5,9 @@ its merge together, each entry here says, per value family of the argument, whic
 the aggregate holds and how each is filled from input rows (:class:`Fill`: Spark's aggregate
 function, what of a row it takes, and how two partial states of the field become one: the slices
 of a HOP or CUMULATE window, sessions that merge), and :class:`Result` how the aggregate's result
-comes from its state. A DISTINCT
-aggregate keeps the set of its values, or, for those that follow arrival order, every value with its
-arrival, of which its result takes each value once (:class:`Distinct`).
+comes from its state. A DISTINCT aggregate keeps the set of its values, or, for those that follow
+arrival order, every value with its arrival, of which its result takes each value once
+(:class:`Distinct`).
 
 FIRST_VALUE, LAST_VALUE, LISTAGG, ARRAY_AGG and JSON_ARRAYAGG follow the order rows arrive in. A
 Spark stream gives its rows no order, so each row carries where it arrived from (:data:`ARRIVAL`:

@@ -151,6 +151,16 @@ class FlinkParser(parser.Parser):
         "SYSTEM": lambda self: self.expression(SystemFunction()),
     }
 
+    def _parse_json_key_value(self) -> exp.JSONKeyValue | None:
+        # JSON_OBJECTAGG(KEY k VALUE v): Flink takes any expression as the value (``qty > 40``),
+        # where sqlglot's own stops before a comparison.
+        self._match_text_seq("KEY")
+        key = self._parse_column()
+        self._match_set(self.JSON_KEY_VALUE_SEPARATOR_TOKENS)
+        self._match_text_seq("VALUE")
+        value = self._parse_disjunction()
+        return self.expression(exp.JSONKeyValue(this=key, expression=value)) if key or value else None
+
     def _warn_unsupported(self) -> None:
         # sqlglot keeps a statement it cannot parse as an opaque Command (and logs a warning); a
         # job script whose meaning is unknown must not be compared, so that is a syntax error here.

@@ -154,7 +154,13 @@ FAMILIES = {
                "LISTAGG(CAST(qty > 40 AS STRING), '-')", "LISTAGG(CAST(bidtime AS STRING))",
                "MIN(CAST(CAST(bidtime AS TIMESTAMP(0)) AS STRING)) FILTER (WHERE qty > 40)",
                "MAX(CAST(CAST(bidtime AS TIMESTAMP) AS STRING))", "CAST(MAX(bidtime) AS STRING)",
-               "CAST(MIN(qty > 40) AS STRING)"),
+               "CAST(MIN(qty > 40) AS STRING)", "FIRST_VALUE(DISTINCT bidtime)", "LAST_VALUE(DISTINCT qty > 40)",
+               "LAST_VALUE(DISTINCT CAST(price AS DECIMAL(5, 1)))", "LISTAGG(DISTINCT supplier_id) FILTER (WHERE qty > 40)",
+               "COUNT(DISTINCT CAST(bidtime AS DATE))", "MAX(DISTINCT qty > 40)", "SUM(DISTINCT CAST(qty AS SMALLINT))",
+               "JSON_OBJECTAGG(KEY DATE_FORMAT(bidtime, 'HH:mm:ss') VALUE qty > 40)",
+               "JSON_OBJECTAGG(KEY DATE_FORMAT(bidtime, 'HH:mm:ss') VALUE CAST(qty AS BIGINT))",
+               "JSON_OBJECTAGG(KEY DATE_FORMAT(bidtime, 'HH:mm:ss') VALUE CAST(price AS DECIMAL(5, 1)))",
+               "MIN(qty / 3) FILTER (WHERE qty / 7 > 2)", "LISTAGG(CAST(qty / 4 AS STRING), ';')"),
               "exact", ("qty",)),
     # What a window without a value gives: every aggregate over no row (a FILTER that never holds).
     # A NULL group key (:data:`NULL_KEYS`): Flink groups its rows as one key, in every window kind.

@@ -865,9 +865,12 @@ def _scale(slot: Slot) -> int:
 
 def _value_type(slot: Slot) -> T.DataType:
     """The type of the values a DISTINCT slot's set holds as text: a time's are its microseconds
-    (:func:`_taken`), a number's in the type its sums are kept in."""
+    (:func:`_taken`); a MIN's or MAX's are of the argument's own type (a BOOLEAN, which is no
+    number), a sum's of the type sums are kept in."""
     if slot.family is Family.TIME:
         return T.LongType()
+    if slot.result in (Result.MIN, Result.MAX):
+        return slot.input_type
     return SUM_TYPES.get(slot.family, slot.input_type)
 
 

@@ -121,12 +121,8 @@ def _check_constructs(model: JobModel, pipeline: Pipeline) -> None:
 
 
 #: What a user writes instead of an expression Spark computes otherwise than Flink.
-TIME_AS_TEXT = ("Flink writes a time's fraction of a second as its type has it (08:01:00.000) and Spark drops "
-                "a zero one: write DATE_FORMAT(t, 'yyyy-MM-dd HH:mm:ss.SSS')")
-BOOLEAN_AS_TEXT = ("Flink writes a BOOLEAN as TRUE or FALSE and Spark in lower case: write "
-                   "CASE WHEN b THEN 'TRUE' WHEN NOT b THEN 'FALSE' END")
-#: Where a BOOLEAN or a time cast to text is written as Flink writes it (``spark_jobs.expressions``).
-TEXT_AS_FLINK = "; a CAST to STRING (no length) is written as Flink writes it"
+TIME_AS_TEXT = ("Flink writes every digit of a second a time's type has (nine of a TIMESTAMP(9)) and Spark keeps "
+                "microseconds: write DATE_FORMAT(t, 'yyyy-MM-dd HH:mm:ss.SSSSSS')")
 COLLECTION_AS_TEXT = ("Flink writes an ARRAY as text with NULL in capitals ([1, NULL]), a MULTISET in its hash "
                       "map's order, and Spark otherwise: keep the ARRAY or MULTISET, or aggregate the values as "
                       "text and write '[' || ARRAY_JOIN(ARRAY_AGG(CAST(x AS STRING)), ', ', 'NULL') || ']'")
@@ -136,12 +132,10 @@ _COLLECTION_TYPES = (exp.DataType.Type.ARRAY, exp.DataType.Type.LIST, exp.DataTy
 
 def _check_expressions(model: JobModel, pipeline: Pipeline) -> None:
     """Expressions Spark computes otherwise than Flink, refused with what to write instead (Spark's
-    SQL is what the engine runs them as; a division of integers, and a BOOLEAN or a time cast to
-    STRING, it runs as Flink's, :mod:`spark_jobs.expressions`): a time cast to a text of a length,
-    or of more digits of a second than Spark keeps, whose fraction of a second Flink always writes
-    (``08:01:00.000``) and Spark drops where it is zero; a BOOLEAN cast to a text of a length
-    (``TRUE`` against ``true``); an ARRAY or a MULTISET cast to text (``[1, NULL]`` against
-    ``[1, null]``)."""
+    SQL is what the engine runs them as; a division of integers, and a BOOLEAN, a time or any value
+    cast to a text of a length, it runs as Flink's, :mod:`spark_jobs.expressions`): a time of more
+    digits of a second than Spark keeps cast to text, whose every digit Flink writes; an ARRAY or a
+    MULTISET cast to text (``[1, NULL]`` against ``[1, null]``)."""
     resolved: list[Resolved | None] = [o.value for o in pipeline.outputs]
     for stage in pipeline.stages():
         resolved += [*(a for agg in stage.aggregates for a in agg.args), *(agg.filter for agg in stage.aggregates),
@@ -156,12 +150,9 @@ def _check_expression(model: JobModel, node: exp.Cast) -> None:
     written = node.sql(dialect=Flink)
     if node.to.is_type(*exp.DataType.TEXT_TYPES):
         kind = Typing(model).of(node.this)  # as the job types it
-        cast_from, as_flink = kind.this, not node.to.expressions  # STRING, or a VARCHAR of no length
-        if cast_from in TIMES and not (as_flink and text_digits(kind) is not None):
-            raise SQLModelError(f"{written}: {TIME_AS_TEXT}{TEXT_AS_FLINK}", line=line, col=col)
-        if cast_from is exp.DataType.Type.BOOLEAN and not as_flink:
-            raise SQLModelError(f"{written}: {BOOLEAN_AS_TEXT}{TEXT_AS_FLINK}", line=line, col=col)
-        if cast_from in _COLLECTION_TYPES:
+        if kind.this in TIMES and text_digits(kind) is None:
+            raise SQLModelError(f"{written}: {TIME_AS_TEXT}", line=line, col=col)
+        if kind.this in _COLLECTION_TYPES:
             raise SQLModelError(f"{written}: {COLLECTION_AS_TEXT}", line=line, col=col)
 
 

@@ -192,6 +192,22 @@ def text_digits(kind: exp.DataType) -> int | None:
     return digits if digits <= _TIME_DIGITS else None
 
 
+def text_length(kind: exp.DataType) -> int | None:
+    """The length Flink cuts a value cast to the text type ``kind`` to (and pads one of a CHAR to,
+    with spaces): a CHAR(n)'s or VARCHAR(n)'s ``n``, a CHAR's of no length 1. None for a STRING, a
+    VARCHAR of no length (a STRING in a CAST) or of a STRING's length, and any type but text."""
+    if not kind.is_type(*exp.DataType.TEXT_TYPES):
+        return None
+    if not kind.expressions:
+        return _CHAR_LENGTH if kind.this == exp.DataType.Type.CHAR else None
+    length = int(kind.expressions[0].name)
+    return None if length >= _STRING_LENGTH and kind.this != exp.DataType.Type.CHAR else length
+
+
+#: The length of Flink's CHAR of none, and of its STRING (a VARCHAR(2147483647)).
+_CHAR_LENGTH, _STRING_LENGTH = 1, 2**31 - 1
+
+
 def is_integer(model: JobModel, expr: exp.Expr) -> bool:
     """Whether ``expr`` is of an integer type (TINYINT to BIGINT)."""
     return value_type(model, expr).this in exp.DataType.INTEGER_TYPES

@@ -246,6 +246,35 @@ SHAPES = {
                    "FROM TABLE(HOP(TABLE Listed, DESCRIPTOR(window_time), INTERVAL '10' MINUTES, INTERVAL '30' MINUTES))\n"
                    "GROUP BY supplier_id, window_start, window_end",
     }, "exact"),
+    # Casts to a text of a length, which Flink cuts values to (a CHAR's padded with spaces; CHAR is
+    # CHAR(1)) and Spark's CAST does not: numbers, BOOLEANs, times and text, in a group key (one
+    # letter of the supplier: one group a window), a FILTER, a WHERE, an aggregate's argument and
+    # over its result.
+    "text_lengths": ({
+        "tumble": "SELECT CAST(supplier_id AS VARCHAR(1)) AS k, window_start, window_end, COUNT(*) AS a0, "
+                  "LISTAGG(CAST(price AS VARCHAR(4))) AS a1, MAX(CAST(qty AS CHAR(4)) || '|') AS a2, "
+                  "LISTAGG(CAST(qty > 40 AS VARCHAR(3)), ';') AS a3, MIN(CAST(bidtime AS VARCHAR(16))) AS a4, "
+                  "CAST(MAX(qty) AS VARCHAR(1)) AS a5, COUNT(DISTINCT CAST(price AS VARCHAR(2))) AS a6, "
+                  "COUNT(*) FILTER (WHERE CAST(supplier_id AS CHAR(3)) = 's1 ') AS a7, "
+                  "MAX(CAST(supplier_id AS CHAR)) AS a8, LISTAGG(CAST(bidtime AS CHAR(25)) || '|') AS a9, "
+                  "CAST(MIN(qty > 40) AS CHAR(2)) AS a10, COUNT(DISTINCT CAST(supplier_id AS VARCHAR)) AS a11\n"
+                  f"FROM TABLE({WINDOWS['tumble']})\nWHERE CAST(supplier_id AS VARCHAR(1)) = 's'\n"
+                  "GROUP BY CAST(supplier_id AS VARCHAR(1)), window_start, window_end",
+        "hop": "SELECT CAST(supplier_id AS CHAR(6)) AS k, window_start, window_end, "
+               "LISTAGG(CAST(qty AS CHAR(3)), ',') AS a0, MIN(CAST(price AS VARCHAR(3))) AS a1, "
+               "MAX(CAST(CAST(bidtime AS DATE) AS CHAR(12)) || '|') AS a2, CAST(SUM(qty) AS CHAR(6)) || '|' AS a3, "
+               "COUNT(*) FILTER (WHERE CAST(qty AS VARCHAR(1)) = '4') AS a4\n"
+               f"FROM TABLE({WINDOWS['hop']})\nGROUP BY CAST(supplier_id AS CHAR(6)), window_start, window_end",
+        "cumulate": "SELECT supplier_id, window_start, window_end, MAX(CAST(qty AS VARCHAR(2))) AS a0, "
+                    "LISTAGG(CAST(price AS CHAR(8)), '') AS a1, "
+                    "COUNT(*) FILTER (WHERE CAST(qty AS VARCHAR(1)) = '4') AS a2, "
+                    "MIN(CAST(CAST(bidtime AS TIMESTAMP(0)) AS VARCHAR(30)) || '|') AS a3\n"
+                    f"FROM TABLE({WINDOWS['cumulate']})\nGROUP BY supplier_id, window_start, window_end",
+        "session": "SELECT supplier_id, window_start, window_end, LISTAGG(CAST(qty > 40 AS CHAR(5)) || '|') AS a0, "
+                   "MIN(CAST(bidtime AS CHAR(19))) AS a1, CAST(COUNT(*) AS CHAR(3)) || '|' AS a2, "
+                   "MAX(CAST(supplier_id AS CHAR(1))) AS a3\n"
+                   f"FROM TABLE({WINDOWS['session']})\nGROUP BY supplier_id, window_start, window_end",
+    }, "exact"),
     # Aggregates' results typed as Flink types them, downstream of a window: an AVG, STDDEV or
     # VARIANCE of INTs is an INT, in a cascade's input (over TUMBLE and SESSION windows) and in the
     # SELECT list's arithmetic.

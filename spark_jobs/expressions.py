@@ -27,7 +27,7 @@ from stategate.analyzer.aggregates import AGGREGATES, Result
 from stategate.analyzer.layout import value_of
 from stategate.analyzer.model import Aggregate, WindowAggregate, sql_key
 from stategate.analyzer.families import Family
-from stategate.analyzer.value_types import INTEGER_BITS, Typing, text_digits
+from stategate.analyzer.value_types import INTEGER_BITS, Typing, text_digits, text_length
 
 
 #: Operators whose result type depends on their operands' types. Flink types an integer literal as
@@ -192,23 +192,41 @@ def _past_range(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr],
 
 
 def _as_text(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
-    """A CAST to STRING (of no length) of a value Spark writes otherwise than Flink, as Flink
-    writes it: a BOOLEAN in capitals (``TRUE``, where Spark's is ``true``), a time with every digit
-    of a second its type has (a TIMESTAMP(3)'s ``08:01:00.000``, where Spark drops a zero
-    fraction); its operand ``translated``. None for any other node (the analyzer refuses those
-    casts it cannot write so: ``analyzer.runnable``)."""
-    if not isinstance(node, exp.Cast) or not node.to.is_type(*exp.DataType.TEXT_TYPES) or node.to.expressions:
+    """A CAST to a text type as Flink computes it where Spark's differs: a BOOLEAN written in
+    capitals (``TRUE``, where Spark's is ``true``), a time with every digit of a second its type has
+    (a TIMESTAMP(3)'s ``08:01:00.000``, where Spark drops a zero fraction), and the text cut to the
+    length of a VARCHAR(n) or CHAR(n), a CHAR's padded to it with spaces (``CHAR`` is ``CHAR(1)``):
+    Spark's CAST keeps a text whole, its lengths hold for a table's columns only. Its operand
+    ``translated``. None for any other node (the analyzer refuses those casts it cannot write so:
+    ``analyzer.runnable``)."""
+    if not isinstance(node, exp.Cast) or not node.to.is_type(*exp.DataType.TEXT_TYPES):
         return None
+    length = text_length(node.to)
     kind = typing.of(node.this)
-    if kind.this == exp.DType.BOOLEAN:
+    written = _written_as_flink(node.this, kind, translated)
+    if length is None:
+        return written
+    if written is None:
         value = translated(node.this)
+        written = value if kind.is_type(*exp.DataType.TEXT_TYPES) else exp.cast(value, exp.DType.TEXT)
+    if node.to.this == exp.DType.CHAR:  # Spark's rpad also cuts a longer text to the length
+        return exp.Anonymous(this="rpad", expressions=[written, exp.Literal.number(length), exp.Literal.string(" ")])
+    return exp.Substring(this=written, start=exp.Literal.number(1), length=exp.Literal.number(length))
+
+
+def _written_as_flink(operand: exp.Expr, kind: exp.DataType,
+                      translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
+    """``operand``, of type ``kind``, as text where Flink writes it otherwise than Spark: a BOOLEAN
+    or a time (:func:`_as_text`); None for any other."""
+    if kind.this == exp.DType.BOOLEAN:
+        value = translated(operand)
         return exp.Case(ifs=[exp.If(this=value, true=exp.Literal.string("TRUE")),
                              exp.If(this=exp.Not(this=value.copy()), true=exp.Literal.string("FALSE"))])
     digits = text_digits(kind)
     if digits is None:
         return None
     pattern = "yyyy-MM-dd HH:mm:ss" + ("." + "S" * digits if digits else "")
-    return exp.Anonymous(this="date_format", expressions=[translated(node.this), exp.Literal.string(pattern)])
+    return exp.Anonymous(this="date_format", expressions=[translated(operand), exp.Literal.string(pattern)])
 
 
 def _quotient(left: exp.Expr, right: exp.Expr, width: int) -> exp.Expr:

@@ -43,16 +43,14 @@ REFUSED = [
      "DISTINCT is not supported for APPROX_COUNT_DISTINCT"),
     (f"SELECT window_start, JSON_OBJECTAGG(KEY price VALUE item) FROM {WINDOW} GROUP BY window_start, window_end",
      "its key must be text (STRING), as Flink requires"),
-    # A CAST to STRING of a time or a BOOLEAN is written as Flink writes it; to a text of a length,
-    # or of a time finer than Spark keeps, it is refused.
-    (f"SELECT window_start, LISTAGG(CAST(bidtime AS VARCHAR(30))) FROM {WINDOW} GROUP BY window_start, window_end",
-     "Flink writes a time's fraction of a second as its type has it (08:01:00.000) and Spark drops a zero one: "
-     "write DATE_FORMAT(t, 'yyyy-MM-dd HH:mm:ss.SSS'); a CAST to STRING (no length) is written as Flink writes it"),
+    # A CAST to a text of a time or a BOOLEAN is written as Flink writes it, cut to a length it
+    # has; of a time finer than Spark keeps, it is refused.
     (f"SELECT window_start, LISTAGG(CAST(CAST(bidtime AS TIMESTAMP(9)) AS STRING)) FROM {WINDOW} "
-     "GROUP BY window_start, window_end", "Flink writes a time's fraction of a second as its type has it"),
-    (f"SELECT window_start, LISTAGG(CAST(price > 10 AS VARCHAR(5))) FROM {WINDOW} GROUP BY window_start, window_end",
-     "Flink writes a BOOLEAN as TRUE or FALSE and Spark in lower case: write "
-     "CASE WHEN b THEN 'TRUE' WHEN NOT b THEN 'FALSE' END"),
+     "GROUP BY window_start, window_end",
+     "Flink writes every digit of a second a time's type has (nine of a TIMESTAMP(9)) and Spark keeps "
+     "microseconds: write DATE_FORMAT(t, 'yyyy-MM-dd HH:mm:ss.SSSSSS')"),
+    (f"SELECT window_start, LISTAGG(CAST(CAST(bidtime AS TIMESTAMP(7)) AS VARCHAR(12))) FROM {WINDOW} "
+     "GROUP BY window_start, window_end", "Flink writes every digit of a second a time's type has"),
     (f"SELECT window_start, CAST(ARRAY_AGG(price) AS STRING) FROM {WINDOW} GROUP BY window_start, window_end",
      "Flink writes an ARRAY as text with NULL in capitals ([1, NULL]), a MULTISET in its hash map's order"),
     (f"SELECT window_start, CAST(COLLECT(item) AS STRING) FROM {WINDOW} GROUP BY window_start, window_end",

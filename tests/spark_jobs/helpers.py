@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import json
+import os
 import shutil
 from collections import Counter
 from pathlib import Path
@@ -31,6 +33,17 @@ def recorded_checkpoint(name: str, tmp_path: Path) -> tuple[Path, str]:
     for path in (query / "sources" / "0" / "0", checkpoint / "_stategate" / "job.sql"):
         path.write_text(path.read_text().replace("@ROOT@", str(tmp_path)))
     return checkpoint, (checkpoint / "_stategate" / "job.sql").read_text()
+
+
+def write_recorded(checkpoint: Path, path: Path, text: str) -> None:
+    """Write the file ``path`` that the recorded ``checkpoint`` read (its first source file),
+    modified when the checkpoint was recorded, as a file it read is: Spark's file source forgets a
+    file modified more than ``maxFileAge`` (7 days) before the newest it sees, so one written now
+    would be read again, its rows twice, a week after the recording."""
+    query = next(p for p in checkpoint.iterdir() if p.name != "_stategate")
+    recorded_at = json.loads((query / "sources" / "0" / "0").read_text().splitlines()[-1])["timestamp"] / 1000
+    path.write_text(text)
+    os.utime(path, (recorded_at, recorded_at))
 
 
 def seed_bids(tmp: Path, closing: bool = True) -> Path:

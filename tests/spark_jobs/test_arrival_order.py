@@ -24,7 +24,8 @@ from benchmarks.flink_oracle import WINDOWS
 from stategate.analyzer import Verdict
 from stategate.analyzer.layout import ORDERED_ARRIVALS
 from tests.spark_jobs.flink_fixtures import assert_equals_flink, ddl, queries, recorded
-from tests.spark_jobs.helpers import CLOSER, bid_ddl, collect, collect_pipelines, collect_run, recorded_checkpoint
+from tests.spark_jobs.helpers import (CLOSER, bid_ddl, collect, collect_pipelines, collect_run, recorded_checkpoint,
+                                      write_recorded)
 from tests.spark_jobs.test_restart import PART_A, PART_B, query, write as write_bids
 
 FILES = 4
@@ -125,11 +126,9 @@ def recorded_before(name: str, tmp_path: Path) -> tuple[Path, str]:
     """The recorded checkpoint ``name`` where the test runs, and the bids after it in its source:
     the first file's, which it read, modified when it was recorded; the second's now."""
     checkpoint, sql = recorded_checkpoint(name, tmp_path)
-    recorded_at = json.loads((checkpoint / "Out" / "sources" / "0" / "0").read_text().splitlines()[1])["timestamp"]
     source = tmp_path / "bids"
     source.mkdir()
-    (source / "1.csv").write_text("".join(line + "\n" for line in ARRIVED_BEFORE))
-    os.utime(source / "1.csv", (recorded_at / 1000, recorded_at / 1000))
+    write_recorded(checkpoint, source / "1.csv", "".join(line + "\n" for line in ARRIVED_BEFORE))
     (source / "2.csv").write_text("".join(line + "\n" for line in ARRIVED_AFTER) + CLOSER)
     return checkpoint, sql
 

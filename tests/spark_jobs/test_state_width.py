@@ -19,7 +19,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from tests.spark_jobs.helpers import (BID_COLUMNS, CLOSER, DATA, bid_ddl, collect, collect_run, recorded_checkpoint,
-                                      seed_bids)
+                                      seed_bids, write_recorded)
 
 #: Longs and decimals of up to 18 digits are stored in place; a wider decimal takes 16 bytes more.
 _WIDE_DECIMAL = 18
@@ -97,7 +97,7 @@ def recorded_bids(tmp_path: Path) -> tuple[Path, str]:
     bids = (DATA / "bids" / "bids.csv").read_text().splitlines(keepends=True)
     source = tmp_path / "bids"
     source.mkdir()
-    (source / "1.csv").write_text("".join(bids[:3]))
+    write_recorded(checkpoint, source / "1.csv", "".join(bids[:3]))
     (source / "2.csv").write_text("".join(bids[3:]))
     (source / "9-closer.csv").write_text(CLOSER)
     return checkpoint, sql

@@ -18,6 +18,8 @@ from sqlglot import exp, generator, parser, tokens
 from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
 from sqlglot.tokens import TokenType
 
+from stategate.analyzer.decimals import round_places, rounded
+
 if t.TYPE_CHECKING:
     from sqlglot.optimizer.annotate_types import TypeAnnotator
 
@@ -332,9 +334,26 @@ def _annotate_div(annotator: TypeAnnotator, div: exp.Div) -> exp.Div:
     return annotator._annotate_div(div)
 
 
+def _annotate_round(annotator: TypeAnnotator, node: exp.Round) -> exp.Round:
+    """Flink rounds a number in its own kind, as Spark does: an integer or a floating-point number
+    keeps its type, a DECIMAL is one of :func:`analyzer.decimals.rounded`'s digits; sqlglot calls
+    any a DOUBLE."""
+    kind, places = node.this.type, round_places(node)
+    if kind is None or places is None or not kind.is_type(*exp.DataType.NUMERIC_TYPES):
+        annotator._set_type(node, exp.DataType.Type.DOUBLE)
+    elif kind.this == exp.DataType.Type.DECIMAL and len(kind.expressions) == 2:
+        declared, scale = (int(e.name) for e in kind.expressions)
+        precision, scale = rounded(declared, scale, places)
+        annotator._set_type(node, exp.DataType.build(f"DECIMAL({precision}, {scale})"))
+    else:
+        annotator._set_type(node, kind)
+    return node
+
+
 class Flink(Dialect):
     NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_SENSITIVE
-    EXPRESSION_METADATA = {**Dialect.EXPRESSION_METADATA, exp.Div: {"annotator": _annotate_div}}
+    EXPRESSION_METADATA = {**Dialect.EXPRESSION_METADATA, exp.Div: {"annotator": _annotate_div},
+                           exp.Round: {"annotator": _annotate_round}}
     # Flink's planner collates NULL low (FlinkPlannerImpl.defaultNullCollation = LOW): first when
     # ascending, last when descending. The parser fills in that default where no NULLS is written.
     NULL_ORDERING = "nulls_are_small"

@@ -16,6 +16,7 @@ from sqlglot.errors import ParseError
 from sqlglot.optimizer.annotate_types import annotate_types
 
 from stategate.analyzer.aggregates import AGGREGATES
+from stategate.analyzer.decimals import DECIMAL_OPERATORS, INTEGER_DIGITS, arithmetic, literal_digits, round_places, rounded
 from stategate.analyzer.dialect import Flink, function_name
 from stategate.analyzer.families import MAX_DIGITS, Family
 from stategate.analyzer.model import WINDOW_MARKER, JobModel, sql_key
@@ -119,29 +120,37 @@ def family_of(kind: exp.DataType) -> Family | None:
 
 
 def exact_scale(model: JobModel, expr: exp.Expr) -> int | None:
-    """The scale an exact ``expr`` has on any engine, where that is certain: 0 for integers, and
-    the declared scale of a DECIMAL column or CAST. None otherwise (decimal arithmetic: engines
-    choose result scales by rules of their own)."""
+    """The scale an exact ``expr`` has on any engine, where that is certain (:func:`exact_type`):
+    0 for integers, the declared scale of a DECIMAL column or CAST, and arithmetic's over those.
+    None otherwise (a function's result: engines choose its scale by rules of their own)."""
     found = exact_type(model, expr)
     return None if found is None else found[1]
 
 
 def exact_type(model: JobModel, expr: exp.Expr) -> tuple[int, int] | None:
     """The (precision, scale) of an exact ``expr`` on any engine, where that is certain: the
-    declared DECIMAL(p, s) of a column or CAST, and an integer type as the decimal Spark widens it
-    to (an INT to DECIMAL(10, 0), a BIGINT to DECIMAL(20, 0)). None otherwise."""
+    declared DECIMAL(p, s) of a column or CAST, an integer type as the decimal Spark widens it to
+    (an INT to DECIMAL(10, 0), a BIGINT to DECIMAL(20, 0)), a number literal's own digits, and
+    ``+``, ``-``, ``*``, ``/`` and ROUND of those (:mod:`analyzer.decimals`). None otherwise."""
+    node = expr.unnest()
+    if isinstance(node, exp.Literal) and node.is_number:
+        return literal_digits(node)
     kind = value_type(model, expr)
     if kind.this in exp.DataType.INTEGER_TYPES:
-        return _INTEGER_DIGITS.get(kind.this, MAX_DIGITS), 0
-    if kind.this == exp.DataType.Type.DECIMAL and len(kind.expressions) == 2 \
-            and isinstance(expr.unnest(), (exp.Column, exp.Cast)):
+        return INTEGER_DIGITS.get(kind.this, MAX_DIGITS), 0
+    if isinstance(node, exp.Neg):
+        return exact_type(model, node.this)
+    if isinstance(node, DECIMAL_OPERATORS):
+        left, right = exact_type(model, node.this), exact_type(model, node.expression)
+        return None if left is None or right is None else arithmetic(type(node), left, right)
+    if isinstance(node, exp.Round):
+        rounded_from, places = exact_type(model, node.this), round_places(node)
+        return None if rounded_from is None or places is None else rounded(*rounded_from, places)
+    if kind.this == exp.DataType.Type.DECIMAL and len(kind.expressions) == 2 and isinstance(node, (exp.Column, exp.Cast)):
         return int(kind.expressions[0].name), int(kind.expressions[1].name)
     return None
 
 
-#: The decimal digits Spark gives each integer type (``DecimalType.forType``).
-_INTEGER_DIGITS = {exp.DataType.Type.TINYINT: 3, exp.DataType.Type.SMALLINT: 5, exp.DataType.Type.INT: 10,
-                   exp.DataType.Type.BIGINT: 20}
 
 
 #: The bits of each integer type Flink and Spark share (Java's byte, short, int and long).

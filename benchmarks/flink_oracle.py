@@ -86,6 +86,18 @@ FAMILIES = {
                      "MAX(CAST(qty AS BIGINT) / 4)", "COUNT(*) FILTER (WHERE qty / 10 = 4)", "COUNT(*) / COUNT(qty)",
                      "AVG(qty) / 2", "SUM(qty) / -4"),
                     "exact", ("price",)),
+    # DECIMAL arithmetic typed as Flink types it (and Spark, but for a literal's type): a product
+    # keeps the sum of its operands' scales, a sum the larger, in up to 38 digits; each aggregate
+    # over it keeps that scale (a SUM in DECIMAL(38, s), a STDDEV or VARIANCE in DOUBLE).
+    "decimal_arithmetic": (("SUM({c} * {c})", "MAX({c} * {c})", "MIN({c} * qty)", "AVG({c} * {c})",
+                            "SUM({c} * 2.5)", "SUM({c} + {c} * {c})", "MAX({c} * 0.001)", "SUM({c} / 4)",
+                            "SUM({c} * {c}) FILTER (WHERE qty > 40)", "MAX(DISTINCT {c} * qty)",
+                            "FIRST_VALUE({c} * {c})", "SUM(CAST({c} AS DECIMAL(12, 4)) * CAST({c} AS DECIMAL(30, 6)))",
+                            "SUM({c} * {c}) * 2", "MAX({c} - CAST(qty AS DECIMAL(5, 3)))",
+                            "SUM(CAST(qty AS DECIMAL(38, 0)) * 1000000000000000000)",
+                            "MIN(CAST(qty AS DECIMAL(38, 0)) * 1000000000000000000)", "MAX(ROUND({c}, 1))",
+                            "SUM(ROUND({c} * qty, 0))"),
+                           "exact", ("price",)),
     # Past the range of a type, over INTs that reach theirs (:data:`EXTREMES`): Flink sums a
     # TINYINT, SMALLINT or INT in its own type, and a BIGINT (also an AVG's sum) in a long, its
     # integer arithmetic and casts wrap as Java's do,
@@ -117,7 +129,10 @@ FAMILIES = {
                          "CAST(VAR_POP({c}) AS TINYINT)", "CAST(SUM(CAST({c} AS DOUBLE)) * 1000 AS SMALLINT)",
                          "STDDEV_POP(CAST(price AS DECIMAL(5, 1)))", "VAR_SAMP(CAST(qty AS BIGINT))",
                          "STDDEV_SAMP(CAST(score AS FLOAT))", "VAR_POP(price) FILTER (WHERE qty > 40)",
-                         "STDDEV_POP(DISTINCT price)", "VARIANCE(CAST(qty AS DOUBLE))"),
+                         "STDDEV_POP(DISTINCT price)", "VARIANCE(CAST(qty AS DOUBLE))",
+                         # over DECIMAL arithmetic, at the scale Flink types it with
+                         "STDDEV_POP(price * qty)", "VAR_SAMP(price * price) FILTER (WHERE qty > 40)",
+                         "VARIANCE(price / 4)", "STDDEV_SAMP(DISTINCT price * qty)", "VAR_POP(price - 0.5)"),
                         "double", ("qty", "score")),
     # DISTINCT, over every window kind Flink runs it on. Flink orders a DISTINCT list by its own
     # hash table, stategate by each value's first arrival (analyzer.aggregates.Distinct): the

@@ -111,6 +111,9 @@ def _check_constructs(model: JobModel, pipeline: Pipeline) -> None:
                             f"results, on a range of its event time around a window attribute): {pipeline.joins[0][:80]}")
     if model.emit_enabled():
         raise SQLModelError("early-fire / late-fire (table.exec.emit.*) is not supported on Spark")
+    if not pipeline.stages() and pipeline.topn is not None:
+        raise SQLModelError("a window Top-N over a window TVF's rows (a window deduplication among them) is not "
+                            "supported on Spark: rank the rows of a window aggregation")
     if not pipeline.stages():
         raise SQLModelError("the query has no window aggregation; stategate runs window aggregations")
     for stage in pipeline.stages():

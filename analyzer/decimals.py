@@ -3,7 +3,8 @@
 A state field keeps an exact value in its own type only where that type is certain, and it is
 wherever Flink's ``LogicalTypeMerging`` and Spark's ``DecimalPrecision`` agree: on ``+``, ``-``,
 ``*`` and ``/`` of DECIMALs, integers and number literals (an integer literal in arithmetic is an INT
-on both, as the job casts it: ``spark_jobs.expressions``), and on ROUND. The dialect types ROUND by
+on both, as the job casts it: ``spark_jobs.expressions``), and on ROUND and TRUNCATE (which Spark
+computes as ``spark_jobs.expressions`` writes it). The dialect types ROUND and TRUNCATE by
 :func:`rounded`; :func:`analyzer.value_types.exact_type` reads the rest.
 """
 
@@ -55,8 +56,8 @@ def arithmetic(operator: type[exp.Expr], left: tuple[int, int], right: tuple[int
 
 
 def rounded(precision: int, scale: int, places: int) -> tuple[int, int]:
-    """The (precision, scale) of a DECIMAL(``precision``, ``scale``) rounded to ``places``
-    (``findRoundDecimalType``): below its scale, ``places`` of scale and a digit more (rounding may
+    """The (precision, scale) of a DECIMAL(``precision``, ``scale``) rounded or truncated to
+    ``places`` (``findRoundDecimalType``): below its scale, ``places`` of scale and a digit more (rounding may
     carry one); at or past its scale, unchanged (Spark adds a digit there, which no value fills);
     below 0, none, with that digit."""
     if places >= scale:
@@ -66,9 +67,9 @@ def rounded(precision: int, scale: int, places: int) -> tuple[int, int]:
     return 1 + precision - scale + places, places
 
 
-def round_places(node: exp.Round) -> int | None:
-    """The places a ROUND rounds to (0 where none is written); None where they are not an integer
-    literal (``-1`` a negation of one)."""
+def round_places(node: exp.Round | exp.Trunc) -> int | None:
+    """The places a ROUND rounds to, or a TRUNCATE truncates to (0 where none is written); None
+    where they are not an integer literal (``-1`` a negation of one)."""
     places = node.args.get("decimals")
     if places is None:
         return 0

@@ -15,7 +15,7 @@ from __future__ import annotations
 import typing as t
 
 from sqlglot import exp, generator, parser, tokens
-from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
+from sqlglot.dialects.dialect import Dialect, NormalizationStrategy, build_regexp_extract, regexp_extract_sql
 from sqlglot.tokens import TokenType
 
 from stategate.analyzer.decimals import round_places, rounded
@@ -120,6 +120,9 @@ class FlinkParser(parser.Parser):
         **{k: v for k, v in parser.Parser.FUNCTIONS.items() if k not in {"SPLIT"}},
         **_auxiliary_builders(),
         "TABLE": lambda args: exp.TableFromRows(this=args[0] if args else None),
+        # REGEXP_EXTRACT(s, re[, group]): the third argument is the group (sqlglot's own reads a
+        # position, which Spark's generator drops), 0 (the whole match) where none is written.
+        "REGEXP_EXTRACT": build_regexp_extract(exp.RegexpExtract),
     }
 
     FUNC_TOKENS = {*parser.Parser.FUNC_TOKENS, TokenType.SESSION}
@@ -304,6 +307,8 @@ class FlinkGenerator(generator.Generator):
         exp.ApproxDistinct: lambda self, e: self.func("APPROX_COUNT_DISTINCT", e.this, e.args.get("accuracy")),
         # Flink's spelling, where sqlglot writes ``key: value``.
         exp.JSONKeyValue: lambda self, e: f"KEY {self.sql(e, 'this')} VALUE {self.sql(e, 'expression')}",
+        # REGEXP_EXTRACT(s, re): group 0 (the whole match) is Flink's default, written as it was.
+        exp.RegexpExtract: regexp_extract_sql,
     }
 
     TYPE_MAPPING = {**generator.Generator.TYPE_MAPPING, exp.DataType.Type.STRUCT: "ROW",
@@ -334,10 +339,10 @@ def _annotate_div(annotator: TypeAnnotator, div: exp.Div) -> exp.Div:
     return annotator._annotate_div(div)
 
 
-def _annotate_round(annotator: TypeAnnotator, node: exp.Round) -> exp.Round:
-    """Flink rounds a number in its own kind, as Spark does: an integer or a floating-point number
-    keeps its type, a DECIMAL is one of :func:`analyzer.decimals.rounded`'s digits; sqlglot calls
-    any a DOUBLE."""
+def _annotate_round(annotator: TypeAnnotator, node: exp.Round | exp.Trunc) -> exp.Round | exp.Trunc:
+    """Flink rounds (ROUND) or truncates (TRUNCATE) a number in its own kind: an integer or a
+    floating-point number keeps its type, a DECIMAL is one of :func:`analyzer.decimals.rounded`'s
+    digits; sqlglot calls any a DOUBLE."""
     kind, places = node.this.type, round_places(node)
     if kind is None or places is None or not kind.is_type(*exp.DataType.NUMERIC_TYPES):
         annotator._set_type(node, exp.DataType.Type.DOUBLE)
@@ -353,10 +358,12 @@ def _annotate_round(annotator: TypeAnnotator, node: exp.Round) -> exp.Round:
 class Flink(Dialect):
     NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_SENSITIVE
     EXPRESSION_METADATA = {**Dialect.EXPRESSION_METADATA, exp.Div: {"annotator": _annotate_div},
-                           exp.Round: {"annotator": _annotate_round}}
+                           exp.Round: {"annotator": _annotate_round}, exp.Trunc: {"annotator": _annotate_round}}
     # Flink's planner collates NULL low (FlinkPlannerImpl.defaultNullCollation = LOW): first when
     # ascending, last when descending. The parser fills in that default where no NULLS is written.
     NULL_ORDERING = "nulls_are_small"
+    # Flink's CONCAT_WS skips NULL arguments (a NULL separator gives NULL), as Spark's does.
+    CONCAT_WS_COALESCE = True
 
     class Tokenizer(tokens.Tokenizer):
         IDENTIFIERS = ["`"]

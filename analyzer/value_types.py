@@ -131,7 +131,7 @@ def exact_type(model: JobModel, expr: exp.Expr) -> tuple[int, int] | None:
     """The (precision, scale) of an exact ``expr`` on any engine, where that is certain: the
     declared DECIMAL(p, s) of a column or CAST, an integer type as the decimal Spark widens it to
     (an INT to DECIMAL(10, 0), a BIGINT to DECIMAL(20, 0)), a number literal's own digits, and
-    ``+``, ``-``, ``*``, ``/`` and ROUND of those (:mod:`analyzer.decimals`). None otherwise."""
+    ``+``, ``-``, ``*``, ``/``, ROUND and TRUNCATE of those (:mod:`analyzer.decimals`). None otherwise."""
     node = expr.unnest()
     if isinstance(node, exp.Literal) and node.is_number:
         return literal_digits(node)
@@ -143,7 +143,7 @@ def exact_type(model: JobModel, expr: exp.Expr) -> tuple[int, int] | None:
     if isinstance(node, DECIMAL_OPERATORS):
         left, right = exact_type(model, node.this), exact_type(model, node.expression)
         return None if left is None or right is None else arithmetic(type(node), left, right)
-    if isinstance(node, exp.Round):
+    if isinstance(node, (exp.Round, exp.Trunc)):
         rounded_from, places = exact_type(model, node.this), round_places(node)
         return None if rounded_from is None or places is None else rounded(*rounded_from, places)
     if kind.this == exp.DataType.Type.DECIMAL and len(kind.expressions) == 2 and isinstance(node, (exp.Column, exp.Cast)):

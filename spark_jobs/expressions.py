@@ -65,7 +65,8 @@ def translated(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None
         if isinstance(node, exp.Literal) and node.is_int and isinstance(node.parent, _ARITHMETIC):
             return exp.cast(node.copy(), _literal_type(node))
         if typing is not None:
-            found = _past_range(node, typing, rewritten) or _as_text(node, typing, rewritten)
+            found = _past_range(node, typing, rewritten) or _as_text(node, typing, rewritten) \
+                or _as_flink_computes(node, typing, rewritten)
             if found is not None:
                 return found
         return node
@@ -227,6 +228,37 @@ def _written_as_flink(operand: exp.Expr, kind: exp.DataType,
         return None
     pattern = "yyyy-MM-dd HH:mm:ss" + ("." + "S" * digits if digits else "")
     return exp.Anonymous(this="date_format", expressions=[translated(operand), exp.Literal.string(pattern)])
+
+
+def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
+    """``node`` as Flink computes it where Spark's function of the same name differs: a division in
+    floating point by zero is Java's (``Infinity``, ``-Infinity``, ``NaN``), where Spark's fails the
+    query (NULL without its ANSI mode); ``TRUNCATE`` cuts toward zero to its places in its
+    argument's kind (sqlglot writes Spark a cast to BIGINT); its operands ``translated``. None for
+    any other node. (``REGEXP_EXTRACT``'s group, 0 where none is written, the dialect parses.)"""
+    if isinstance(node, exp.Div) and (_floating(node.this, typing) or _floating(node.expression, typing)):
+        left, right = translated(node.this), translated(node.expression)
+        # 0 / 0 and NaN / 0 are NaN (Spark's NaN equals itself); NULL / 0 is NULL.
+        by_zero = exp.Case(ifs=[
+            exp.If(this=exp.GT(this=left.copy(), expression=exp.Literal.number(0)), true=_java_double("Infinity")),
+            exp.If(this=exp.LT(this=left.copy(), expression=exp.Literal.number(0)), true=_java_double("-Infinity")),
+            exp.If(this=exp.EQ(this=left.copy(), expression=left.copy()), true=_java_double("NaN"))])
+        return exp.Case(ifs=[exp.If(this=exp.EQ(this=right.copy(), expression=exp.Literal.number(0)), true=by_zero)],
+                        default=exp.Div(this=left, expression=right))
+    if isinstance(node, exp.Trunc):
+        kind, written = typing.of(node), node.args.get("decimals")
+        value = translated(node.this)
+        places = translated(written) if written is not None else exp.Literal.number(0)
+        toward_zero = exp.If(this=exp.LT(this=value.copy(), expression=exp.Literal.number(0)),
+                             true=exp.Anonymous(this="ceil", expressions=[value.copy(), places.copy()]),
+                             false=exp.Anonymous(this="floor", expressions=[value, places]))
+        return exp.cast(toward_zero, kind)
+    return None
+
+
+def _java_double(value: str) -> exp.Expr:
+    """A DOUBLE of Java's: ``Infinity``, ``-Infinity`` or ``NaN``."""
+    return exp.cast(exp.Literal.string(value), exp.DType.DOUBLE)
 
 
 def _quotient(left: exp.Expr, right: exp.Expr, width: int) -> exp.Expr:

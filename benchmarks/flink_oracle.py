@@ -143,7 +143,8 @@ FAMILIES = {
                          "STDDEV_POP(DISTINCT price)", "VARIANCE(CAST(qty AS DOUBLE))",
                          # over DECIMAL arithmetic, at the scale Flink types it with
                          "STDDEV_POP(price * qty)", "VAR_SAMP(price * price) FILTER (WHERE qty > 40)",
-                         "VARIANCE(price / 4)", "STDDEV_SAMP(DISTINCT price * qty)", "VAR_POP(price - 0.5)"),
+                         "VARIANCE(price / 4)", "STDDEV_SAMP(DISTINCT price * qty)", "VAR_POP(price - 0.5)",
+                         "STDDEV_POP(ROUND(price, 1))", "VAR_SAMP(TRUNCATE(price * qty, 1))"),
                         "double", ("qty", "score")),
     # DISTINCT, over every window kind Flink runs it on. Flink orders a DISTINCT list by its own
     # hash table, stategate by each value's first arrival (analyzer.aggregates.Distinct): the

@@ -16,7 +16,9 @@ import typing as t
 
 from sqlglot import exp, generator, parser, tokens
 from sqlglot.dialects.dialect import Dialect, NormalizationStrategy, build_regexp_extract, regexp_extract_sql
+from sqlglot.helper import seq_get
 from sqlglot.tokens import TokenType
+from sqlglot.typing import annotate_by_numeric_arg
 
 from stategate.analyzer.decimals import round_places, rounded
 
@@ -123,6 +125,9 @@ class FlinkParser(parser.Parser):
         # REGEXP_EXTRACT(s, re[, group]): the third argument is the group (sqlglot's own reads a
         # position, which Spark's generator drops), 0 (the whole match) where none is written.
         "REGEXP_EXTRACT": build_regexp_extract(exp.RegexpExtract),
+        # TIMESTAMPDIFF(unit, from, to): the unit first, as Flink writes it (sqlglot's own reads it last).
+        "TIMESTAMPDIFF": lambda args: exp.TimestampDiff(this=seq_get(args, 2), expression=seq_get(args, 1),
+                                                        unit=exp.var(args[0].name.upper()) if args else None),
     }
 
     FUNC_TOKENS = {*parser.Parser.FUNC_TOKENS, TokenType.SESSION}
@@ -309,6 +314,7 @@ class FlinkGenerator(generator.Generator):
         exp.JSONKeyValue: lambda self, e: f"KEY {self.sql(e, 'this')} VALUE {self.sql(e, 'expression')}",
         # REGEXP_EXTRACT(s, re): group 0 (the whole match) is Flink's default, written as it was.
         exp.RegexpExtract: regexp_extract_sql,
+        exp.TimestampDiff: lambda self, e: self.func("TIMESTAMPDIFF", e.args.get("unit"), e.expression, e.this),
     }
 
     TYPE_MAPPING = {**generator.Generator.TYPE_MAPPING, exp.DataType.Type.STRUCT: "ROW",
@@ -355,10 +361,20 @@ def _annotate_round(annotator: TypeAnnotator, node: exp.Round | exp.Trunc) -> ex
     return node
 
 
+def _annotate_floor(annotator: TypeAnnotator, node: exp.Floor | exp.Ceil) -> exp.Expr:
+    """``FLOOR(t TO HOUR)`` and ``CEIL(t TO DAY)`` are of their time's type; of a number, as sqlglot
+    types them."""
+    if node.args.get("to") is not None and node.this.type is not None:
+        annotator._set_type(node, node.this.type)
+        return node
+    return annotate_by_numeric_arg(annotator, node)
+
+
 class Flink(Dialect):
     NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_SENSITIVE
     EXPRESSION_METADATA = {**Dialect.EXPRESSION_METADATA, exp.Div: {"annotator": _annotate_div},
-                           exp.Round: {"annotator": _annotate_round}, exp.Trunc: {"annotator": _annotate_round}}
+                           exp.Round: {"annotator": _annotate_round}, exp.Trunc: {"annotator": _annotate_round},
+                           exp.Floor: {"annotator": _annotate_floor}, exp.Ceil: {"annotator": _annotate_floor}}
     # Flink's planner collates NULL low (FlinkPlannerImpl.defaultNullCollation = LOW): first when
     # ascending, last when descending. The parser fills in that default where no NULLS is written.
     NULL_ORDERING = "nulls_are_small"

@@ -100,14 +100,17 @@ FAMILIES = {
                            "exact", ("price",)),
     # Functions Spark computes otherwise under the same name, as Flink computes them: REGEXP_EXTRACT
     # without a group extracts the whole match (Spark's default group is 1) and with one that
-    # group, CONCAT_WS skips NULLs, TRUNCATE cuts toward zero in its argument's type, and a
-    # division in floating point by zero is Java's (Spark's fails the job).
+    # group, CONCAT_WS skips NULLs, TRUNCATE cuts toward zero in its argument's type, a division
+    # in floating point by zero is Java's (Spark's fails the job), TIMESTAMPDIFF takes its unit
+    # first, and FLOOR and CEIL take a time TO a unit.
     "functions": (("LISTAGG(REGEXP_EXTRACT(supplier_id, 's(.)'))", "LISTAGG(REGEXP_EXTRACT(supplier_id, '(s)(.)', 2), ';')",
                    "LISTAGG(CONCAT_WS('-', supplier_id, CAST(qty AS STRING), CAST({c} AS STRING)))",
                    "MAX(TRUNCATE({c}, 1))", "MIN(TRUNCATE({c}))", "SUM(TRUNCATE(qty, -1))", "MAX(TRUNCATE(score, 2))",
                    "MIN(TRUNCATE(-score))", "SUM(TRUNCATE({c} * qty, 1))", "COUNT(*) FILTER (WHERE score / 0.0e0 > 0)",
                    "LISTAGG(CAST(score / CAST(qty - qty AS DOUBLE) AS STRING), ' ')",
-                   "SUM(qty / 0.0e0) FILTER (WHERE qty <> 0)"),
+                   "SUM(qty / 0.0e0) FILTER (WHERE qty <> 0)", "MAX(TIMESTAMPDIFF(SECOND, FLOOR(bidtime TO HOUR), bidtime))",
+                   "COUNT(DISTINCT FLOOR(bidtime TO MINUTE))", "MIN(CAST(CEIL(bidtime TO MINUTE) AS STRING))",
+                   "LISTAGG(CAST(FLOOR(bidtime TO HOUR) AS STRING), ';') FILTER (WHERE qty > 90)"),
                   "exact", ("price",)),
     # Past the range of a type, over INTs that reach theirs (:data:`EXTREMES`): Flink sums a
     # TINYINT, SMALLINT or INT in its own type, and a BIGINT (also an AVG's sum) in a long, its

@@ -233,7 +233,8 @@ def _written_as_flink(operand: exp.Expr, kind: exp.DataType,
 def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
     """``node`` as Flink computes it where Spark's function of the same name differs: a division in
     floating point by zero is Java's (``Infinity``, ``-Infinity``, ``NaN``), where Spark's fails the
-    query (NULL without its ANSI mode); ``TRUNCATE`` cuts toward zero to its places in its
+    query (NULL without its ANSI mode); ``FLOOR(t TO unit)`` and ``CEIL(t TO unit)`` of a time,
+    which Spark's FLOOR does not take; ``TRUNCATE`` cuts toward zero to its places in its
     argument's kind (sqlglot writes Spark a cast to BIGINT); its operands ``translated``. None for
     any other node. (``REGEXP_EXTRACT``'s group, 0 where none is written, the dialect parses.)"""
     if isinstance(node, exp.Div) and (_floating(node.this, typing) or _floating(node.expression, typing)):
@@ -245,6 +246,15 @@ def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp
             exp.If(this=exp.EQ(this=left.copy(), expression=left.copy()), true=_java_double("NaN"))])
         return exp.Case(ifs=[exp.If(this=exp.EQ(this=right.copy(), expression=exp.Literal.number(0)), true=by_zero)],
                         default=exp.Div(this=left, expression=right))
+    if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("to") is not None:
+        unit, value = node.args["to"].name.upper(), translated(node.this)
+        floor = exp.TimestampTrunc(this=value, unit=exp.var(unit))
+        if isinstance(node, exp.Floor):
+            return floor
+        # CEIL: a time on the unit's boundary is its own ceiling.
+        return exp.If(this=exp.EQ(this=floor.copy(), expression=value.copy()), true=value.copy(),
+                      false=exp.Add(this=floor.copy(), expression=exp.Interval(this=exp.Literal.string("1"),
+                                                                              unit=exp.var(unit))))
     if isinstance(node, exp.Trunc):
         kind, written = typing.of(node), node.args.get("decimals")
         value = translated(node.this)

@@ -138,6 +138,8 @@ class FlinkParser(parser.Parser):
         "DESCRIPTOR": lambda self: self.expression(
             Descriptor(expressions=self._parse_csv(self._parse_column))
         ),
+        # INITCAP(s): Flink's takes no delimiters (sqlglot's own adds its default ones to the call).
+        "INITCAP": lambda self: self.expression(exp.Initcap.from_arg_list(self._parse_function_args())),
         # JSON_ARRAYAGG(value [NULL | ABSENT ON NULL]); JSON_OBJECTAGG is sqlglot's own.
         "JSON_ARRAYAGG": lambda self: self.expression(exp.JSONArrayAgg(
             this=self._parse_disjunction(), null_handling=self._parse_on_handling("NULL", "NULL", "ABSENT"))),

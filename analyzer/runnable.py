@@ -29,7 +29,8 @@ from typing import Callable
 from sqlglot import exp
 
 from stategate.analyzer.aggregates import ACCURACY, AGGREGATES, SEPARATOR, Distinct
-from stategate.analyzer.dialect import Flink
+from stategate.analyzer.dialect import Flink, function_name
+from stategate.analyzer.functions import spark_lacks
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, IntervalJoin, JobModel, Pipeline, Resolved, Table,
                                       TimeKind, Window, WindowAggregate, WindowOperator, sql_key)
@@ -134,18 +135,52 @@ _COLLECTION_TYPES = (exp.DataType.Type.ARRAY, exp.DataType.Type.LIST, exp.DataTy
 
 
 def _check_expressions(model: JobModel, pipeline: Pipeline) -> None:
-    """Expressions Spark computes otherwise than Flink, refused with what to write instead (Spark's
-    SQL is what the engine runs them as; a division of integers, and a BOOLEAN, a time or any value
-    cast to a text of a length, it runs as Flink's, :mod:`spark_jobs.expressions`): a time of more
-    digits of a second than Spark keeps cast to text, whose every digit Flink writes; an ARRAY or a
-    MULTISET cast to text (``[1, NULL]`` against ``[1, null]``)."""
+    """The expressions the engine writes as Spark SQL: every function they call one Spark has (or
+    one of Flink's the engine writes as Flink computes it, :mod:`analyzer.functions`), and none
+    that Spark computes otherwise than Flink, refused with what to write instead (a division of
+    integers, and a BOOLEAN, a time or any value cast to a text of a length, the engine runs as
+    Flink's, :mod:`spark_jobs.expressions`): a time of more digits of a second than Spark keeps cast
+    to text, whose every digit Flink writes; an ARRAY or a MULTISET cast to text (``[1, NULL]``
+    against ``[1, null]``)."""
+    for expr in _expressions(model, pipeline):
+        _check_calls(model, expr)
+        for node in expr.find_all(exp.Cast):
+            _check_expression(model, node)
+
+
+def _expressions(model: JobModel, pipeline: Pipeline) -> list[exp.Expr]:
+    """Every expression of ``pipeline`` the engine computes: its outputs, its stages' keys,
+    aggregates' arguments and filters, the rows' filters, the computed event time of a table it
+    reads, its Top-N's keys and its join's conditions."""
     resolved: list[Resolved | None] = [o.value for o in pipeline.outputs]
     for stage in pipeline.stages():
         resolved += [*(a for agg in stage.aggregates for a in agg.args), *(agg.filter for agg in stage.aggregates),
-                     *(k.value for k in stage.group_keys), *stage.filters]
-    for expr in (r.expr for r in resolved if r is not None and not isinstance(r.expr, (exp.Column, exp.Literal))):
-        for node in expr.find_all(exp.Cast):
-            _check_expression(model, node)
+                     *(k.value for k in stage.group_keys if not k.is_window), *stage.filters]
+    if pipeline.topn is not None:
+        resolved += [*pipeline.topn.partition_keys, *(k.value for k in pipeline.topn.order_keys)]
+    join = pipeline.join
+    if isinstance(join, IntervalJoin):
+        resolved += [join.condition, *join.stream.filters, *(c.value for c in join.stream.columns)]
+    elif join is not None:
+        resolved += [*join.conditions, *join.filters]
+    found = [r.expr for r in resolved if r is not None and not isinstance(r.expr, (exp.Column, exp.Literal))]
+    for name in {stage.source for stage in pipeline.stages() if isinstance(stage.source, str)}:
+        rowtime = time_attribute(model.tables[name]) if name in model.tables else None
+        if rowtime is not None and not isinstance(rowtime, exp.Column):
+            found.append(rowtime)
+    return found
+
+
+def _check_calls(model: JobModel, expr: exp.Expr) -> None:
+    lacking = spark_lacks(expr, Typing(model))
+    if lacking is None:
+        return
+    call, why = lacking
+    line, col = position(call)
+    name = function_name(call)
+    if name.lower() in {f.lower() for f in model.functions}:
+        why = f"{name} is a user-defined function (CREATE FUNCTION), which the engine cannot run on Spark"
+    raise SQLModelError(f"{call.sql(dialect=Flink)}: {why}", line=line, col=col)
 
 
 def _check_expression(model: JobModel, node: exp.Cast) -> None:

@@ -112,6 +112,24 @@ FAMILIES = {
                    "COUNT(DISTINCT FLOOR(bidtime TO MINUTE))", "MIN(CAST(CEIL(bidtime TO MINUTE) AS STRING))",
                    "LISTAGG(CAST(FLOOR(bidtime TO HOUR) AS STRING), ';') FILTER (WHERE qty > 90)"),
                   "exact", ("price",)),
+    # Flink's functions that Spark has not (SPLIT_INDEX, WEEK, IS_DIGIT, IS_ALPHA) or computes
+    # otherwise (INITCAP: a word starts after any character but an ASCII letter or digit): in
+    # arguments and FILTERs, SPLIT_INDEX on a whole separator, at whitespace (''), at a character's
+    # code, past its pieces; WEEK across the ISO year's ends.
+    "flink_functions": (("LISTAGG(INITCAP(CONCAT_WS('-x', supplier_id, CAST({c} AS STRING), 'ab Éc_dE straße')), ';')",
+                         "MIN(INITCAP(supplier_id))", "MAX(SPLIT_INDEX(CAST({c} AS STRING), '.', 1))",
+                         "LISTAGG(COALESCE(SPLIT_INDEX(CONCAT_WS(',', supplier_id, CAST(qty AS STRING), '', "
+                         "CAST({c} AS STRING)), ',', 2), 'none'), ' ')",
+                         "COUNT(*) FILTER (WHERE SPLIT_INDEX(CAST({c} AS STRING), '-', 0) = '')",
+                         "MIN(SPLIT_INDEX(CONCAT(supplier_id, '  ', CAST(qty AS STRING)), '', 2))",
+                         "MAX(SPLIT_INDEX(CAST({c} AS STRING), 46, 0))", "COUNT(SPLIT_INDEX(supplier_id, 's', 2))",
+                         "LISTAGG(SPLIT_INDEX(supplier_id, 's', 1))", "COUNT(DISTINCT WEEK(bidtime))",
+                         "MAX(WEEK(bidtime + INTERVAL '99' DAY + INTERVAL '99' DAY + INTERVAL '62' DAY))",
+                         "MIN(WEEK(bidtime - INTERVAL '99' DAY - INTERVAL '7' DAY))",
+                         "COUNT(*) FILTER (WHERE IS_DIGIT(CAST(qty AS STRING)))",
+                         "COUNT(*) FILTER (WHERE IS_ALPHA(SPLIT_INDEX(supplier_id, '1', 0)))",
+                         "LISTAGG(CAST(IS_DIGIT(SPLIT_INDEX(CAST({c} AS STRING), '.', 0)) AS STRING))"),
+                        "exact", ("price",)),
     # Past the range of a type, over INTs that reach theirs (:data:`EXTREMES`): Flink sums a
     # TINYINT, SMALLINT or INT in its own type, and a BIGINT (also an AVG's sum) in a long, its
     # integer arithmetic and casts wrap as Java's do,

@@ -27,6 +27,7 @@ from stategate.analyzer.aggregates import AGGREGATES, Result
 from stategate.analyzer.layout import value_of
 from stategate.analyzer.model import Aggregate, WindowAggregate, sql_key
 from stategate.analyzer.families import Family
+from stategate.analyzer.functions import flink_call
 from stategate.analyzer.value_types import INTEGER_BITS, Typing, text_digits, text_length
 
 
@@ -66,7 +67,7 @@ def translated(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None
             return exp.cast(node.copy(), _literal_type(node))
         if typing is not None:
             found = _past_range(node, typing, rewritten) or _as_text(node, typing, rewritten) \
-                or _as_flink_computes(node, typing, rewritten)
+                or _as_flink_computes(node, typing, rewritten) or flink_call(node, typing, rewritten)
             if found is not None:
                 return found
         return node
@@ -236,7 +237,8 @@ def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp
     query (NULL without its ANSI mode); ``FLOOR(t TO unit)`` and ``CEIL(t TO unit)`` of a time,
     which Spark's FLOOR does not take; ``TRUNCATE`` cuts toward zero to its places in its
     argument's kind (sqlglot writes Spark a cast to BIGINT); its operands ``translated``. None for
-    any other node. (``REGEXP_EXTRACT``'s group, 0 where none is written, the dialect parses.)"""
+    any other node. (``REGEXP_EXTRACT``'s group, 0 where none is written, the dialect parses; the
+    functions of Flink's that Spark has not, :mod:`analyzer.functions` writes.)"""
     if isinstance(node, exp.Div) and (_floating(node.this, typing) or _floating(node.expression, typing)):
         left, right = translated(node.this), translated(node.expression)
         # 0 / 0 and NaN / 0 are NaN (Spark's NaN equals itself); NULL / 0 is NULL.

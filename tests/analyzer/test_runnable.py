@@ -84,6 +84,24 @@ REFUSED = [
     # Not a Flink function, so the analyzer cannot tell it yields text; Spark's type decides the
     # buffer field, and the two must agree.
     (f"SELECT window_start, MAX(SOUNDEX(item)) FROM {WINDOW} GROUP BY window_start, window_end", SPARK_TYPES),
+    # A function Spark has not stops a job when it starts: the gate refuses it, wherever it is.
+    (f"SELECT window_start, MAX(JSON_VALUE(item, '$.a')) FROM {WINDOW} GROUP BY window_start, window_end",
+     "Spark has no function JSON_VALUE: the engine cannot run it"),
+    (f"SELECT window_start, COUNT(*) FILTER (WHERE IS_DECIMAL(item)) FROM {WINDOW} GROUP BY window_start, window_end",
+     "Spark has no function IS_DECIMAL: the engine cannot run it"),
+    (f"SELECT window_start, COUNT(*) FROM {WINDOW} WHERE my_udf(item) > 0 GROUP BY window_start, window_end",
+     "Spark has no function MY_UDF: the engine cannot run it"),
+    ("CREATE FUNCTION tag AS 'com.example.Tag' LANGUAGE JAVA;\n"
+     f"SELECT tag(item) AS k, window_start, COUNT(*) FROM {WINDOW} GROUP BY tag(item), window_start, window_end",
+     "TAG is a user-defined function (CREATE FUNCTION), which the engine cannot run on Spark"),
+    (f"SELECT window_start, COUNT(*) FROM {WINDOW} WHERE CURRENT_WATERMARK(bidtime) IS NULL "
+     "GROUP BY window_start, window_end", "Spark has no function CURRENT_WATERMARK: the engine cannot run it"),
+    (f"SELECT window_start, MAX(WEEK(bidtime, 1)) FROM {WINDOW} GROUP BY window_start, window_end",
+     "WEEK takes 1 argument(s)"),
+    (f"SELECT window_start, MAX(TO_TIMESTAMP_LTZ(CHAR_LENGTH(item), 6)) FROM {WINDOW} GROUP BY window_start, window_end",
+     "its precision must be 0 (seconds) or 3 (milliseconds), written as a number"),
+    (f"SELECT window_start, MAX(TO_TIMESTAMP_LTZ(item)) FROM {WINDOW} GROUP BY window_start, window_end",
+     "the engine runs TO_TIMESTAMP_LTZ of an integer epoch"),
     ("SELECT window_start, supplier_id, SUM(price) FROM TABLE(SESSION(TABLE Bid, DESCRIPTOR(bidtime), "
      "INTERVAL '2' MINUTES)) GROUP BY window_start, window_end, supplier_id", "PARTITION BY keys must be the GROUP BY"),
     ("SELECT window_start, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(item), INTERVAL '10' MINUTES)) "

@@ -188,8 +188,8 @@ def _epoch_refused(call: exp.Func, typing: Typing) -> str | None:
 FLINK_FUNCTIONS: dict[str, FlinkFunction] = {
     "INITCAP": FlinkFunction((1,), _initcap),
     "SPLIT_INDEX": FlinkFunction((3,), _split_index),
-    # The ISO week, Monday first, as Spark's WEEKOFYEAR.
-    "WEEK": FlinkFunction((1,), lambda args, call, typing: exp.WeekOfYear(this=args[0])),
+    # The ISO week, Monday first, as Spark's WEEKOFYEAR (an INT; Flink's is a BIGINT).
+    "WEEK": FlinkFunction((1,), lambda args, call, typing: exp.cast(exp.WeekOfYear(this=args[0]), exp.DType.BIGINT)),
     "IS_DIGIT": FlinkFunction((1,), _matches_whole(r"\p{Nd}")),
     "IS_ALPHA": FlinkFunction((1,), _matches_whole(r"\p{L}")),
     "TO_TIMESTAMP_LTZ": FlinkFunction((1, 2), _epoch, _epoch_refused),

@@ -21,14 +21,19 @@ from stategate.analyzer.dialect import Flink, function_name
 from stategate.analyzer.families import MAX_DIGITS, Family
 from stategate.analyzer.model import WINDOW_MARKER, JobModel, sql_key
 
-#: Flink's built-in functions that return STRING and that sqlglot cannot type on its own.
-TEXT_FUNCTIONS = frozenset({
-    "BTRIM", "CHR", "PAD", "DATE_FORMAT", "DECODE", "ELT", "FROM_BASE64", "FROM_UNIXTIME", "HEX", "JSON_QUERY",
-    "JSON_VALUE", "LPAD", "MD5", "OVERLAY", "PARSE_URL", "PRINTF", "REGEXP_EXTRACT", "REGEXP_REPLACE",
-    "REPEAT", "REPLACE", "REVERSE", "RPAD", "SHA1", "SHA2", "SHA224", "SHA256", "SHA384", "SHA512",
-    "SPLIT_INDEX", "TO_BASE64", "TRANSLATE", "URL_DECODE", "URL_ENCODE", "UUID",
-})
 _STRING = exp.DataType.build("STRING", dialect=Flink)
+#: The types of Flink's built-in functions that sqlglot cannot type on its own (or types otherwise:
+#: Flink's WEEK is a BIGINT), by name.
+FUNCTION_TYPES: Mapping[str, exp.DataType] = {
+    **{name: _STRING for name in (
+        "BTRIM", "CHR", "PAD", "DATE_FORMAT", "DECODE", "ELT", "FROM_BASE64", "FROM_UNIXTIME", "HEX", "JSON_QUERY",
+        "JSON_VALUE", "LPAD", "MD5", "OVERLAY", "PARSE_URL", "PRINTF", "REGEXP_EXTRACT", "REGEXP_REPLACE",
+        "REPEAT", "REPLACE", "REVERSE", "RPAD", "SHA1", "SHA2", "SHA224", "SHA256", "SHA384", "SHA512",
+        "SPLIT_INDEX", "TO_BASE64", "TRANSLATE", "URL_DECODE", "URL_ENCODE", "UUID")},
+    **{name: exp.DataType.build("BOOLEAN") for name in ("IS_ALPHA", "IS_DECIMAL", "IS_DIGIT")},
+    "WEEK": exp.DataType.build("BIGINT"),
+    "TO_TIMESTAMP_LTZ": exp.DataType.build("TIMESTAMP(3)", dialect=Flink),  # a TIMESTAMP_LTZ(3): the job runs in UTC
+}
 #: Flink's type of a window's attributes (``window_start``, ``window_end``, ``window_time``, a
 #: legacy window's ``TUMBLE_START``...), as its text shows them: a time of milliseconds.
 _WINDOW_ATTRIBUTE = exp.DataType.build("TIMESTAMP(3)", dialect=Flink)
@@ -43,7 +48,7 @@ def value_type(model: JobModel, expr: exp.Expr, known: Mapping[str, exp.DataType
     alone: most aggregates read one, and inference costs a copy and a pass of sqlglot's annotator
     (on a script of 49,000 INSERTs, 98,000 of them). In anything larger each column or known value
     is replaced by a typed null (``CAST(NULL AS <its type>)``), as is a call of one of
-    :data:`TEXT_FUNCTIONS`, and sqlglot's type inference does the rest."""
+    :data:`FUNCTION_TYPES`, and sqlglot's type inference does the rest."""
     declared = model.declared_types
     if known:
         found = known.get(sql_key(expr))
@@ -54,8 +59,9 @@ def value_type(model: JobModel, expr: exp.Expr, known: Mapping[str, exp.DataType
         return (found if found is not None else _UNKNOWN).copy()
 
     def typed(node: exp.Expr) -> exp.Expr:
-        if isinstance(node, exp.Func) and function_name(node) in TEXT_FUNCTIONS:
-            return exp.Cast(this=exp.null(), to=_STRING.copy())
+        typed_as = FUNCTION_TYPES.get(function_name(node)) if isinstance(node, exp.Func) else None
+        if typed_as is not None:
+            return exp.Cast(this=exp.null(), to=typed_as.copy())
         result = _aggregate_result(model, node, known)
         if result is not None:
             return exp.Cast(this=exp.null(), to=result)

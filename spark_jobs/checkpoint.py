@@ -314,6 +314,19 @@ class QueryLog:
             return None
         return PlannedBatch.parse(batch, self.files.read_text(path))
 
+    def committed_input_after(self, batch: int | None) -> bool:
+        """Whether a micro-batch after ``batch`` (any, for None) committed having read input: its
+        sources' offsets moved past the batch's before. A batch Spark runs only to evict state with
+        a moved watermark (first at a restart, say) reads none, and commits whatever the job would
+        do with a row. A batch with none before it in the log counts."""
+        for committed in self.committed():
+            if batch is not None and committed <= batch:
+                continue
+            planned, before = self.batch(committed), self.batch(committed - 1)
+            if planned is None or before is None or planned.sources != before.sources:
+                return True
+        return False
+
     def planned_batches(self, last: int) -> dict[int, PlannedBatch]:
         """Every micro-batch up to ``last`` that the offset log still holds, each file read once."""
         return {n: PlannedBatch.parse(n, self.files.read_text(f"{self.location}/{OFFSETS}/{n}"))

@@ -13,9 +13,11 @@ from stategate.spark_jobs.checkpoint import AppState
 
 
 class JobHealthSensor(BaseSensorOperator):
-    """Wait until the job started on ``<root>/<job>/checkpoint`` commits a micro-batch it planned
-    itself (one beyond what was committed when it started, in any of its pipelines), as the Flink
-    Kubernetes operator waits for an upgraded job to become stable. Fails at once if the job ends
+    """Wait until the job started on ``<root>/<job>/checkpoint`` commits a micro-batch of input it
+    planned itself (one beyond what was committed when it started, in any of its pipelines; a batch
+    that only evicts with a moved watermark, which Spark may run first at a restart, shows nothing
+    of what the version does with a row), as the Flink Kubernetes operator waits for an upgraded
+    job to become stable. Fails at once if the job ends
     with an error or its driver falls silent; fails at ``timeout`` (the operator's deadline) if no
     micro-batch committed by then: the redeploy's rollback follows. A job with no input over the
     deadline commits nothing, so set the deadline above the input's quietest stretch.
@@ -44,7 +46,7 @@ class JobHealthSensor(BaseSensorOperator):
         if app is None or (started is not None and datetime.fromisoformat(app.started_at) < started):
             return False  # the version this run started has not said it runs yet (a cluster schedules it)
         progressed = [p for p, before in app.committed_at_start.items()
-                      if (done := checkpoint.query(p).committed()) and (before is None or done[-1] > before)]
+                      if checkpoint.query(p).committed_input_after(before)]
         if progressed:
             self.log.info("application %s committed a micro-batch of %s", app.id, ", ".join(progressed))
             return True

@@ -29,6 +29,13 @@ def commit(root: Path, batch: int) -> None:
     (commits / str(batch)).write_text('v1\n{"nextBatchWatermarkMs":0}\n')
 
 
+def plan(root: Path, batch: int, files: int) -> None:
+    """The offset log's entry of ``batch``: Spark's file source up to its ``files``-th log entry."""
+    offsets = root / "job" / "checkpoint" / "Out" / "offsets"
+    offsets.mkdir(parents=True, exist_ok=True)
+    (offsets / str(batch)).write_text(f'v1\n{{"batchWatermarkMs":0,"batchTimestampMs":0}}\n{{"logOffset":{files}}}')
+
+
 def poke(root: Path, run_started: datetime = STARTED - timedelta(minutes=1)) -> bool:
     sensor = JobHealthSensor(task_id="healthy", job_name="job", root=f"file://{root}", timeout=60)
     return sensor.poke({"dag_run": SimpleNamespace(start_date=run_started)})
@@ -45,6 +52,20 @@ def test_healthy_once_the_new_version_commits_a_micro_batch_of_its_own(tmp_path)
     announce(tmp_path, application())
     assert not poke(tmp_path), "nothing committed since it started"
     commit(tmp_path, 5)
+    assert poke(tmp_path)
+
+
+def test_a_micro_batch_that_reads_no_input_does_not_count(tmp_path) -> None:
+    """Spark's first batch at a restart may only evict state with the watermark the last one moved
+    (a no-data batch): it commits whatever the version does with a row, so it proves nothing."""
+    plan(tmp_path, 4, files=7)
+    commit(tmp_path, 4)
+    announce(tmp_path, application())
+    plan(tmp_path, 5, files=7)
+    commit(tmp_path, 5)
+    assert not poke(tmp_path), "batch 5 read nothing"
+    plan(tmp_path, 6, files=8)
+    commit(tmp_path, 6)
     assert poke(tmp_path)
 
 

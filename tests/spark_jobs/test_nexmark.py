@@ -162,7 +162,7 @@ def test_q7_drops_a_late_bid_with_a_warning(spark, tmp_path, caplog) -> None:
     with caplog.at_level("WARNING", logger="stategate.late_rows"):
         rows = collect(spark, sql, tmp_path / "checkpoint", pipeline="nexmark_q7")
     assert rows == q7_reference(events)
-    assert any("interval join of B" in r.message and "dropped 1 late row" in r.message for r in caplog.records)
+    assert any("interval join of B" in r.getMessage() and "dropped 1 late row" in r.getMessage() for r in caplog.records)
 
 
 # ------------------------------------------------------------------------------ restarts of a window join

@@ -524,9 +524,11 @@ class _SelectResolver:
         return rewrite
 
     def _aggregates_in(self, scope: Scope, node: exp.Expr, aux, key_texts: set[str]) -> list[Aggregate]:
-        """Aggregate calls of one select item; an unknown function over non-key columns is a UDAF,
-        but in an aggregate's FILTER condition, which Flink evaluates row by row (it refuses an
-        aggregate there): ``COUNT(*) FILTER (WHERE IS_DIGIT(item))`` is one aggregate."""
+        """Aggregate calls of one select item. An unknown function over non-key columns is a UDAF,
+        except in an aggregate's FILTER condition, which Flink evaluates row by row (it refuses an
+        aggregate there: ``COUNT(*) FILTER (WHERE IS_DIGIT(item))`` is one aggregate), and inside a
+        group key, one value per group (``UPPER(tag(item))`` grouped by itself is a key, ``tag`` a
+        scalar function)."""
         found: list[Aggregate] = []
         for candidate in node.find_all(exp.AggFunc, exp.Anonymous):
             ancestors = list(_ancestors_within(candidate, node))
@@ -534,7 +536,9 @@ class _SelectResolver:
                 continue
             if isinstance(candidate, exp.Anonymous) and not self._built_in_aggregate(candidate):
                 in_filter = any(isinstance(a, exp.Where) and isinstance(a.parent, exp.Filter) for a in ancestors)
-                if in_filter or candidate.find(exp.AggFunc) or _is_grouped(scope.resolve(candidate, aux), key_texts):
+                in_key = any(sql_key(scope.resolve(a, aux)) in key_texts for a in ancestors)
+                if in_filter or in_key or candidate.find(exp.AggFunc) \
+                        or _is_grouped(scope.resolve(candidate, aux), key_texts):
                     continue
                 language = self.resolver.function_language(candidate.name) or "undeclared"
                 found.append(self._aggregate_of(scope, candidate, aux, user_defined=True, language=language))

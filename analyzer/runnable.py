@@ -32,7 +32,7 @@ from stategate.analyzer.aggregates import ACCURACY, AGGREGATES, SEPARATOR, Disti
 from stategate.analyzer.dialect import Flink, function_name
 from stategate.analyzer.functions import spark_lacks
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, Aggregate, IntervalJoin, JobModel, Pipeline, Resolved, Table,
+from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, WINDOW_MARKER, Aggregate, IntervalJoin, JobModel, Pipeline, Resolved, Table,
                                       TimeKind, Window, WindowAggregate, WindowOperator, sql_key)
 from stategate.analyzer.scope import time_attribute, window_field_of
 from stategate.analyzer.layout import argument_family
@@ -218,6 +218,7 @@ def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) ->
         clause = stage.between[0]
         raise SQLModelError(f"a {clause.kind.value} on window attributes before GROUP BY is not supported: "
                             f"{clause.value.written}")
+    _check_window_fields_read(stage, window)
     # Spark merges sessions per grouping key. A legacy GROUP BY SESSION(...) means exactly that;
     # a SESSION TVF merges per PARTITION BY key, so those must be the GROUP BY keys.
     plain_keys = [k.value.key for k in stage.group_keys if not k.is_window]
@@ -235,6 +236,24 @@ def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) ->
     if upstream is not None and isinstance(upstream.shape, SharedKind):
         raise SQLModelError(f"a window over the results of a {upstream.kind} window is not supported on Spark "
                             "(its windows are assembled per micro-batch)")
+
+
+def _check_window_fields_read(stage: WindowAggregate, window: Window) -> None:
+    """What a row brings to its window (an aggregate's arguments and FILTER, a computed grouping
+    key) is computed before Spark gives the row its window, inside the aggregation; so none of it
+    reads the window's own attributes. The SELECT computes with them over the results."""
+    own = f"{WINDOW_MARKER}{window.level}"
+    read = [(agg.written, agg.expr, value) for agg in stage.aggregates
+            for value in (*agg.args, agg.filter) if value is not None]
+    read += [(key.value.written, key.value.expr, key.value) for key in stage.group_keys if not key.is_window]
+    for written, node, value in read:
+        field = next((c.name for c in value.expr.find_all(exp.Column) if c.table == own), None)
+        if field is not None:
+            line, col = position(node)
+            raise SQLModelError(f"{written} reads {field}, which Spark gives a row only inside the window "
+                                "aggregation, after what the row brings to it is computed: compute with "
+                                f"{field} in the SELECT, over the aggregates' results "
+                                "(TIMESTAMPDIFF(SECOND, window_start, MAX(t)))", line=line, col=col)
 
 
 def _check_whole_windows(pipeline: Pipeline, stage: WindowAggregate) -> None:

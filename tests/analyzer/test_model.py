@@ -398,3 +398,14 @@ def test_a_user_function_named_like_a_flink_aggregate_stays_user_defined() -> No
     report = compare(declared + BASE, declared + tvf("a, sum(b) AS total, max(c) AS biggest, LISTAGG(c) AS listed"))
     assert report.verdict is Verdict.UNKNOWN
     assert any(f.rule.endswith(".udaf") for f in report.findings), report.findings
+
+
+@pytest.mark.parametrize("key", ["UPPER(tag(a))", "tag(a) || '-'", "CAST(tag(a, 2) AS VARCHAR(3))"])
+def test_a_user_function_inside_a_group_key_is_part_of_the_key(key: str) -> None:
+    """A key computed with a user's function is one value per group: the function is scalar there,
+    not an aggregate of the window's rows (which nobody could judge, UNKNOWN)."""
+    sql = tvf(f"{key} AS k, sum(b) AS total", group=f"{key}, window_start, window_end")
+    assert aggregates_of(sql) == ["SUM(MyTable.b)"]
+    report = compare(sql, tvf(f"{key} AS k, sum(b) AS total, max(c) AS biggest",
+                              group=f"{key}, window_start, window_end"))
+    assert report.verdict is Verdict.PARTIAL, report.findings

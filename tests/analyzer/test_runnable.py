@@ -22,6 +22,10 @@ DDL = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), item STRIN
 #: What only Spark's own types tell: the job checks it when it compiles.
 SPARK_TYPES = "MAX(SOUNDEX(item)): its argument is string on Spark"
 
+#: What the job says of a window attribute read before the row has its window.
+WINDOW_FIELD_READ = ("reads {field}, which Spark gives a row only inside the window aggregation, after what the row "
+                     "brings to it is computed")
+
 #: A view of per-supplier windows, which an aggregation of whole windows reads.
 PER_SUPPLIER = (f"CREATE VIEW PerSupplier AS SELECT supplier_id, window_start, window_end, COUNT(*) AS c FROM {WINDOW} "
                 "GROUP BY supplier_id, window_start, window_end;\n")
@@ -94,6 +98,15 @@ REFUSED = [
     ("CREATE FUNCTION tag AS 'com.example.Tag' LANGUAGE JAVA;\n"
      f"SELECT tag(item) AS k, window_start, COUNT(*) FROM {WINDOW} GROUP BY tag(item), window_start, window_end",
      "TAG is a user-defined function (CREATE FUNCTION), which the engine cannot run on Spark"),
+    (f"SELECT UPPER(my_udf(item)) AS k, window_start, COUNT(*) FROM {WINDOW} "
+     "GROUP BY UPPER(my_udf(item)), window_start, window_end", "Spark has no function MY_UDF: the engine cannot run it"),
+    # Spark gives a row its window inside the aggregation: what the row brings to it cannot read it.
+    (f"SELECT window_start, MAX(TIMESTAMPDIFF(SECOND, window_start, bidtime)) FROM {WINDOW} "
+     "GROUP BY window_start, window_end", WINDOW_FIELD_READ.format(field="window_start")),
+    (f"SELECT window_start, COUNT(*) FILTER (WHERE bidtime < window_end - INTERVAL '1' MINUTE) FROM {WINDOW} "
+     "GROUP BY window_start, window_end", WINDOW_FIELD_READ.format(field="window_end")),
+    (f"SELECT DATE_FORMAT(window_start, 'HH') AS h, window_start, COUNT(*) FROM {WINDOW} "
+     "GROUP BY DATE_FORMAT(window_start, 'HH'), window_start, window_end", WINDOW_FIELD_READ.format(field="window_start")),
     (f"SELECT window_start, COUNT(*) FROM {WINDOW} WHERE CURRENT_WATERMARK(bidtime) IS NULL "
      "GROUP BY window_start, window_end", "Spark has no function CURRENT_WATERMARK: the engine cannot run it"),
     (f"SELECT window_start, MAX(WEEK(bidtime, 1)) FROM {WINDOW} GROUP BY window_start, window_end",

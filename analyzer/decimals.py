@@ -3,12 +3,15 @@
 A state field keeps an exact value in its own type only where that type is certain, and it is
 wherever Flink's ``LogicalTypeMerging`` and Spark's ``DecimalPrecision`` agree: on ``+``, ``-``,
 ``*`` and ``/`` of DECIMALs, integers and number literals (an integer literal in arithmetic is an INT
-on both, as the job casts it: ``spark_jobs.expressions``), and on ROUND and TRUNCATE (which Spark
-computes as ``spark_jobs.expressions`` writes it). The dialect types ROUND and TRUNCATE by
+on both, as the job casts it: ``spark_jobs.expressions``), on ROUND and TRUNCATE (which Spark
+computes as ``spark_jobs.expressions`` writes it), and on a value that is one of its operands (a
+CASE, COALESCE or GREATEST: :func:`common`). The dialect types ROUND and TRUNCATE by
 :func:`rounded`; :func:`analyzer.value_types.exact_type` reads the rest.
 """
 
 from __future__ import annotations
+
+from typing import Sequence
 
 from sqlglot import exp
 
@@ -53,6 +56,23 @@ def arithmetic(operator: type[exp.Expr], left: tuple[int, int], right: tuple[int
     if precision <= MAX_DIGITS:
         return precision, scale
     return MAX_DIGITS, max(MAX_DIGITS - (precision - scale), min(scale, _KEPT_SCALE))
+
+
+def common(types: Sequence[tuple[int, int]]) -> tuple[int, int] | None:
+    """The (precision, scale) of a value that is one of DECIMALs of ``types`` (a CASE's, a
+    COALESCE's, a GREATEST's): every whole digit and every place any of them has. None past 38
+    digits, where the engines part: Flink keeps the whole digits and cuts the scale
+    (``LogicalTypeMerging``), Spark keeps the scale and cuts the whole digits (``widerDecimalType``)."""
+    scale = max(s for _, s in types)
+    whole = max(p - s for p, s in types)
+    return (whole + scale, scale) if whole + scale <= MAX_DIGITS else None
+
+
+def whole_digits(precision: int, scale: int) -> int:
+    """The digits of FLOOR or CEIL of a DECIMAL(``precision``, ``scale``), at scale 0: Spark's, one
+    more than its whole digits where it has a scale (a carry). Flink's keeps ``precision`` digits:
+    the same values, the same scale."""
+    return precision - scale + 1 if scale else precision
 
 
 def rounded(precision: int, scale: int, places: int) -> tuple[int, int]:

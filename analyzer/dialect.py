@@ -20,7 +20,8 @@ from sqlglot.helper import seq_get
 from sqlglot.tokens import TokenType
 from sqlglot.typing import annotate_by_numeric_arg
 
-from stategate.analyzer.decimals import round_places, rounded
+from stategate.analyzer.decimals import INTEGER_DIGITS, common, literal_digits, round_places, rounded, whole_digits
+from stategate.analyzer.families import MAX_DIGITS
 
 if t.TYPE_CHECKING:
     from sqlglot.optimizer.annotate_types import TypeAnnotator
@@ -128,6 +129,9 @@ class FlinkParser(parser.Parser):
         # TIMESTAMPDIFF(unit, from, to): the unit first, as Flink writes it (sqlglot's own reads it last).
         "TIMESTAMPDIFF": lambda args: exp.TimestampDiff(this=seq_get(args, 2), expression=seq_get(args, 1),
                                                         unit=exp.var(args[0].name.upper()) if args else None),
+        # LOG10(x) and LOG2(x) stay themselves: sqlglot's own read them as LOG(10, x) and LOG(2, x),
+        # which divide two logarithms (LOG(10, 1000) is 2.9999999999999996 on Flink and Spark alike).
+        **{name: (lambda args, name=name: exp.Anonymous(this=name, expressions=args)) for name in ("LOG10", "LOG2")},
     }
 
     FUNC_TOKENS = {*parser.Parser.FUNC_TOKENS, TokenType.SESSION}
@@ -364,19 +368,111 @@ def _annotate_round(annotator: TypeAnnotator, node: exp.Round | exp.Trunc) -> ex
 
 
 def _annotate_floor(annotator: TypeAnnotator, node: exp.Floor | exp.Ceil) -> exp.Expr:
-    """``FLOOR(t TO HOUR)`` and ``CEIL(t TO DAY)`` are of their time's type; of a number, as sqlglot
-    types them."""
-    if node.args.get("to") is not None and node.this.type is not None:
-        annotator._set_type(node, node.this.type)
+    """``FLOOR(t TO HOUR)`` and ``CEIL(t TO DAY)`` are of their time's type; of a number, of its
+    kind (a DOUBLE's a DOUBLE, Flink's), a DECIMAL(p, s)'s a DECIMAL of scale 0 (:func:`whole_digits`)."""
+    kind = node.this.type
+    if node.args.get("to") is not None and kind is not None:
+        annotator._set_type(node, kind)
+        return node
+    digits = _declared_digits(kind) if kind is not None and kind.is_type(exp.DType.DECIMAL) else None
+    if digits is not None and not node.args.get("decimals"):
+        annotator._set_type(node, exp.DataType.build(f"DECIMAL({whole_digits(*digits)}, 0)"))
         return node
     return annotate_by_numeric_arg(annotator, node)
+
+
+#: The nodes whose value is one of their operands' (NULLs aside), and so of their operands' common type.
+ONE_OF_OPERANDS = (exp.Case, exp.If, exp.Coalesce, exp.Greatest, exp.Least)
+OneOfOperands = t.Union[exp.Case, exp.If, exp.Coalesce, exp.Greatest, exp.Least]
+
+
+def value_operands(node: OneOfOperands) -> list[exp.Expr]:
+    """The operands whose value a node of :data:`ONE_OF_OPERANDS` takes: a CASE's branches (each
+    a WHEN's THEN, and its ELSE), an IF's two, every argument of a COALESCE, GREATEST or LEAST."""
+    if isinstance(node, exp.Case):
+        return [*(when.args["true"] for when in node.args.get("ifs") or []),
+                *([node.args["default"]] if node.args.get("default") else [])]
+    if isinstance(node, exp.If):
+        return [node.args["true"], *([node.args["false"]] if node.args.get("false") is not None else [])]
+    return [node.this, *node.expressions]
+
+
+#: The integer types Flink and Spark share, narrowest first.
+_INTEGERS = (exp.DType.TINYINT, exp.DType.SMALLINT, exp.DType.INT, exp.DType.BIGINT)
+
+
+def _common_number(types: list[exp.DataType]) -> exp.DataType | None:
+    """The type of a value that is one of numbers of ``types`` (NULLs aside), as Spark types it, and
+    Flink but beside a FLOAT: a FLOAT or a DOUBLE beside any other number makes a DOUBLE (Flink
+    keeps a FLOAT beside integers, and in a COALESCE or GREATEST beside a DECIMAL: a floating-point
+    value either way); integers are the widest of them; DECIMALs and integers are a DECIMAL of every
+    whole digit and place any of them has (:func:`decimals.common`; past 38 digits Spark's, which
+    cuts the whole digits). None where one is no such number, or a DECIMAL of no certain digits."""
+    kinds = [kind for kind in types if not kind.is_type(exp.DType.NULL)]
+    if not kinds or not all(kind.is_type(*_INTEGERS, exp.DType.DECIMAL, exp.DType.FLOAT, exp.DType.DOUBLE)
+                            for kind in kinds):
+        return None
+    if all(kind.is_type(exp.DType.FLOAT) for kind in kinds):
+        return exp.DataType.build("FLOAT")
+    if any(kind.is_type(exp.DType.FLOAT, exp.DType.DOUBLE) for kind in kinds):
+        return exp.DataType.build("DOUBLE")
+    if all(kind.is_type(*_INTEGERS) for kind in kinds):
+        return exp.DataType.build(max((kind.this for kind in kinds), key=_INTEGERS.index))
+    found = [(INTEGER_DIGITS[kind.this], 0) if kind.is_type(*_INTEGERS) else _declared_digits(kind) for kind in kinds]
+    digits = [known for known in found if known is not None]
+    if len(digits) < len(found):
+        return None
+    # Past 38 digits, Spark's: the scale kept, the whole digits cut.
+    precision, scale = common(digits) or (MAX_DIGITS, max(scale for _, scale in digits))
+    return exp.DataType.build(f"DECIMAL({precision}, {scale})")
+
+
+def _declared_digits(kind: exp.DataType) -> tuple[int, int] | None:
+    """A DECIMAL type's (precision, scale), where it has both."""
+    if len(kind.expressions) != 2:
+        return None
+    return int(kind.expressions[0].name), int(kind.expressions[1].name)
+
+
+#: sqlglot's own annotators of the nodes :func:`_annotate_one_of` types where they are numbers.
+_SQLGLOT_ANNOTATORS = {kind: Dialect.EXPRESSION_METADATA[kind]["annotator"] for kind in ONE_OF_OPERANDS}
+
+
+def _annotate_one_of(annotator: TypeAnnotator, node: OneOfOperands) -> exp.Expr:
+    """A node of :data:`ONE_OF_OPERANDS` over numbers is of their common type
+    (:func:`_common_number`), where sqlglot keeps a DECIMAL of any digits over a DOUBLE (so the gate
+    placed ``MAX(CASE WHEN ... THEN price ELSE score END)`` in a slot of exact numbers, and the job
+    then refused it); over anything else, as sqlglot types it."""
+    found = _common_number([_operand_type(operand) for operand in value_operands(node)])
+    if found is None:
+        return _SQLGLOT_ANNOTATORS[type(node)](annotator, node)
+    annotator._set_type(node, found)
+    return node
+
+
+def _operand_type(operand: exp.Expr) -> exp.DataType:
+    """An operand's type as the engines type it: a number literal with a point is a DECIMAL of its
+    own digits (``0.5`` a DECIMAL(1, 1)), where sqlglot's is a DOUBLE."""
+    literal = operand.unnest()
+    digits = literal_digits(literal) if isinstance(literal, exp.Literal) and literal.is_number else None
+    if digits is not None and not literal.is_int:
+        return exp.DataType.build(f"DECIMAL({digits[0]}, {digits[1]})")
+    return operand.type or exp.DataType.build("UNKNOWN")
+
+
+def _annotate_nullif(annotator: TypeAnnotator, node: exp.Nullif) -> exp.Nullif:
+    """``NULLIF(a, b)`` is of ``a``'s type, on Flink and Spark alike (sqlglot's is both operands' common one)."""
+    annotator._set_type(node, node.this.type)
+    return node
 
 
 class Flink(Dialect):
     NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_SENSITIVE
     EXPRESSION_METADATA = {**Dialect.EXPRESSION_METADATA, exp.Div: {"annotator": _annotate_div},
                            exp.Round: {"annotator": _annotate_round}, exp.Trunc: {"annotator": _annotate_round},
-                           exp.Floor: {"annotator": _annotate_floor}, exp.Ceil: {"annotator": _annotate_floor}}
+                           exp.Floor: {"annotator": _annotate_floor}, exp.Ceil: {"annotator": _annotate_floor},
+                           **{kind: {"annotator": _annotate_one_of} for kind in ONE_OF_OPERANDS},
+                           exp.Nullif: {"annotator": _annotate_nullif}}
     # Flink's planner collates NULL low (FlinkPlannerImpl.defaultNullCollation = LOW): first when
     # ascending, last when descending. The parser fills in that default where no NULLS is written.
     NULL_ORDERING = "nulls_are_small"

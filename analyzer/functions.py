@@ -102,11 +102,22 @@ class FlinkFunction:
     :param written: its Spark SQL from its operands (already written for Spark) and the call
         itself (with the types of its operands), as Flink computes it.
     :param refused: why the engine cannot write a call of it (a form it does not run), or None.
+    :param variadic: it takes its last arity's arguments or more.
     """
 
     arities: tuple[int, ...]
     written: Callable[[list[exp.Expr], exp.Func, Typing], exp.Expr]
     refused: Callable[[exp.Func, Typing], str | None] = lambda call, typing: None
+    variadic: bool = False
+
+    def takes(self, count: int) -> bool:
+        """Whether it takes ``count`` arguments."""
+        return count in self.arities or self.variadic and count > self.arities[-1]
+
+    @property
+    def described(self) -> str:
+        """The numbers of arguments it takes, as the gate's message says them."""
+        return " or ".join(map(str, self.arities)) + (" or more" if self.variadic else "")
 
 
 #: Flink's INITCAP starts a word at an ASCII letter or digit after any other character (Calcite's
@@ -184,6 +195,50 @@ def _epoch_refused(call: exp.Func, typing: Typing) -> str | None:
     return None
 
 
+def java_double(value: str) -> exp.Expr:
+    """A DOUBLE of Java's that no number literal writes: ``Infinity``, ``-Infinity``, ``NaN``, ``-0.0``."""
+    return exp.cast(exp.Literal.string(value), exp.DType.DOUBLE)
+
+
+def _none_null(args: list[exp.Expr], call: exp.Func, typing: Typing) -> exp.Expr:
+    """GREATEST and LEAST as Flink's: NULL where any argument is NULL (Spark's skip NULLs); of one
+    argument, that argument (Spark's take two or more)."""
+    if len(args) == 1:
+        return args[0]
+    some_null = exp.or_(*[exp.Is(this=arg.copy(), expression=exp.null()) for arg in args])
+    return exp.Case(ifs=[exp.If(this=some_null, true=exp.null())],
+                    default=type(call)(this=args[0], expressions=args[1:]))
+
+
+def _java_log(value: exp.Expr, spark: str) -> exp.Expr:
+    """A logarithm as Java's ``Math`` computes it (Flink's): Spark's function ``spark`` of a positive
+    number (or NaN), ``-Infinity`` of 0 and NaN of a negative one, where Spark's is NULL; NULL of
+    NULL."""
+    zero = exp.Literal.number(0)
+    return exp.Case(ifs=[exp.If(this=exp.GT(this=value.copy(), expression=zero), true=_call(spark, value.copy())),
+                         exp.If(this=exp.EQ(this=value.copy(), expression=zero.copy()), true=java_double("-Infinity")),
+                         exp.If(this=exp.LT(this=value.copy(), expression=zero.copy()), true=java_double("NaN"))])
+
+
+def _logarithm(spark: str) -> Callable[[list[exp.Expr], exp.Func, Typing], exp.Expr]:
+    """LN, LOG10 and LOG2 as Flink computes them (:func:`_java_log`)."""
+    return lambda args, call, typing: _java_log(args[0], spark)
+
+
+def _log(args: list[exp.Expr], call: exp.Func, typing: Typing) -> exp.Expr:
+    """Flink's ``LOG(x)`` (the natural logarithm) and ``LOG(base, x)``: Java's ``log(x) / log(base)``,
+    which is Spark's where both are positive; elsewhere Java's logarithms divided, as Java divides
+    them (a base of 1 leaves ``-Infinity`` or NaN over 0, which is itself)."""
+    if len(args) == 1:
+        return _java_log(args[0], "ln")
+    base, value = args
+    one, zero = exp.Literal.number(1), exp.Literal.number(0)
+    positive = exp.and_(exp.GT(this=base.copy(), expression=zero), exp.GT(this=value.copy(), expression=zero.copy()))
+    return exp.Case(ifs=[exp.If(this=positive, true=_call("log", base.copy(), value.copy())),
+                         exp.If(this=exp.EQ(this=base.copy(), expression=one), true=_java_log(value, "ln"))],
+                    default=exp.Div(this=_java_log(value, "ln"), expression=_java_log(base, "ln")))
+
+
 #: Flink's functions that Spark has not, or computes otherwise, by Flink's name.
 FLINK_FUNCTIONS: dict[str, FlinkFunction] = {
     "INITCAP": FlinkFunction((1,), _initcap),
@@ -193,6 +248,14 @@ FLINK_FUNCTIONS: dict[str, FlinkFunction] = {
     "IS_DIGIT": FlinkFunction((1,), _matches_whole(r"\p{Nd}")),
     "IS_ALPHA": FlinkFunction((1,), _matches_whole(r"\p{L}")),
     "TO_TIMESTAMP_LTZ": FlinkFunction((1, 2), _epoch, _epoch_refused),
+    "GREATEST": FlinkFunction((1,), _none_null, variadic=True),
+    "LEAST": FlinkFunction((1,), _none_null, variadic=True),
+    "LN": FlinkFunction((1,), _logarithm("ln")),
+    # The dialect keeps LOG10 and LOG2 (sqlglot reads them as LOG(10, x), whose quotient is not
+    # Java's log10: 2.9999999999999996 of 1000).
+    "LOG10": FlinkFunction((1,), _logarithm("log10")),
+    "LOG2": FlinkFunction((1,), _logarithm("log2")),
+    "LOG": FlinkFunction((1, 2), _log),
 }
 
 
@@ -200,7 +263,8 @@ def _operands(call: exp.Func) -> list[exp.Expr]:
     """A call's arguments in the order Flink writes them."""
     if isinstance(call, exp.Anonymous):
         return list(call.expressions)
-    return [value for value in call.args.values() if isinstance(value, exp.Expr)]
+    return [operand for value in call.args.values()
+            for operand in (value if isinstance(value, list) else [value]) if isinstance(operand, exp.Expr)]
 
 
 def flink_call(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
@@ -241,8 +305,8 @@ def spark_lacks(expr: exp.Expr, typing: Typing) -> tuple[exp.Func, str] | None:
         name = function_name(node)
         flink = FLINK_FUNCTIONS.get(name)
         if flink is not None:
-            if len(_operands(node)) not in flink.arities:
-                return node, f"{name} takes {' or '.join(map(str, flink.arities))} argument(s)"
+            if not flink.takes(len(_operands(node))):
+                return node, f"{name} takes {flink.described} argument(s)"
             why = flink.refused(node, typing)
             if why is not None:
                 return node, why

@@ -16,8 +16,9 @@ from sqlglot.errors import ParseError
 from sqlglot.optimizer.annotate_types import annotate_types
 
 from stategate.analyzer.aggregates import AGGREGATES
-from stategate.analyzer.decimals import DECIMAL_OPERATORS, INTEGER_DIGITS, arithmetic, literal_digits, round_places, rounded
-from stategate.analyzer.dialect import Flink, function_name
+from stategate.analyzer.decimals import (DECIMAL_OPERATORS, INTEGER_DIGITS, arithmetic, common, literal_digits,
+                                         round_places, rounded, whole_digits)
+from stategate.analyzer.dialect import ONE_OF_OPERANDS, Flink, function_name, value_operands
 from stategate.analyzer.families import MAX_DIGITS, Family
 from stategate.analyzer.model import WINDOW_MARKER, JobModel, sql_key
 
@@ -32,6 +33,7 @@ FUNCTION_TYPES: Mapping[str, exp.DataType] = {
         "SPLIT_INDEX", "TO_BASE64", "TRANSLATE", "URL_DECODE", "URL_ENCODE", "UUID")},
     **{name: exp.DataType.build("BOOLEAN") for name in ("IS_ALPHA", "IS_DECIMAL", "IS_DIGIT")},
     "WEEK": exp.DataType.build("BIGINT"),
+    **{name: exp.DataType.build("DOUBLE") for name in ("LOG10", "LOG2")},
     "TO_TIMESTAMP_LTZ": exp.DataType.build("TIMESTAMP(3)", dialect=Flink),  # a TIMESTAMP_LTZ(3): the job runs in UTC
 }
 #: Flink's type of a window's attributes (``window_start``, ``window_end``, ``window_time``, a
@@ -136,8 +138,10 @@ def exact_scale(model: JobModel, expr: exp.Expr) -> int | None:
 def exact_type(model: JobModel, expr: exp.Expr) -> tuple[int, int] | None:
     """The (precision, scale) of an exact ``expr`` on any engine, where that is certain: the
     declared DECIMAL(p, s) of a column or CAST, an integer type as the decimal Spark widens it to
-    (an INT to DECIMAL(10, 0), a BIGINT to DECIMAL(20, 0)), a number literal's own digits, and
-    ``+``, ``-``, ``*``, ``/``, ROUND and TRUNCATE of those (:mod:`analyzer.decimals`). None otherwise."""
+    (an INT to DECIMAL(10, 0), a BIGINT to DECIMAL(20, 0)), a number literal's own digits;
+    ``+``, ``-``, ``*``, ``/``, ROUND and TRUNCATE of those, a CASE, IF, COALESCE, GREATEST or
+    LEAST of them (their common type, NULLs aside), ABS or NULLIF of one (its own), and FLOOR or
+    CEIL of one (at scale 0) (:mod:`analyzer.decimals`). None otherwise."""
     node = expr.unnest()
     if isinstance(node, exp.Literal) and node.is_number:
         return literal_digits(node)
@@ -152,6 +156,16 @@ def exact_type(model: JobModel, expr: exp.Expr) -> tuple[int, int] | None:
     if isinstance(node, (exp.Round, exp.Trunc)):
         rounded_from, places = exact_type(model, node.this), round_places(node)
         return None if rounded_from is None or places is None else rounded(*rounded_from, places)
+    if isinstance(node, ONE_OF_OPERANDS):
+        found = [exact_type(model, operand) for operand in value_operands(node)
+                 if not isinstance(operand.unnest(), exp.Null)]
+        operands = [known for known in found if known is not None]
+        return common(operands) if operands and len(operands) == len(found) else None
+    if isinstance(node, (exp.Abs, exp.Nullif)):  # of their (first) operand's type, on both engines
+        return exact_type(model, node.this)
+    if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("to") is None and not node.args.get("decimals"):
+        whole_of = exact_type(model, node.this)
+        return None if whole_of is None else (whole_digits(*whole_of), 0)
     if kind.this == exp.DataType.Type.DECIMAL and len(kind.expressions) == 2 and isinstance(node, (exp.Column, exp.Cast)):
         return int(kind.expressions[0].name), int(kind.expressions[1].name)
     return None

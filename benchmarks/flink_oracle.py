@@ -130,6 +130,32 @@ FAMILIES = {
                          "COUNT(*) FILTER (WHERE IS_ALPHA(SPLIT_INDEX(supplier_id, '1', 0)))",
                          "LISTAGG(CAST(IS_DIGIT(SPLIT_INDEX(CAST({c} AS STRING), '.', 0)) AS STRING))"),
                         "exact", ("price",)),
+    # A value that is one of its operands (CASE, IF, COALESCE, GREATEST, LEAST), NULLIF, ABS, FLOOR
+    # and CEIL, typed as Flink types them (a DECIMAL beside an INT a DECIMAL of every digit of both,
+    # beside a DOUBLE a DOUBLE; FLOOR of a DOUBLE a DOUBLE), in every aggregate; GREATEST and LEAST
+    # NULL where an argument is. (Flink's own GREATEST fails on a NULL DECIMAL it must cast: its
+    # DECIMAL arguments here are of one type.)
+    "conditionals": (("SUM(CASE WHEN qty > 40 THEN {c} END)", "MAX(CASE WHEN qty > 40 THEN {c} ELSE 0 END)",
+                      "AVG(COALESCE({c}, 0))", "MIN(IF(qty > 40, {c}, -1))", "SUM(NULLIF({c}, 0))", "MAX(ABS({c}))",
+                      "FIRST_VALUE(CASE WHEN qty > 40 THEN {c} ELSE 0 END)", "LAST_VALUE(COALESCE({c}, 1))",
+                      "SUM(CASE WHEN qty > 40 THEN {c} ELSE score END)", "MAX(COALESCE({c}, score))",
+                      "SUM(FLOOR({c}))", "MIN(CEIL({c}))", "SUM({c}) FILTER (WHERE ABS({c}) > 50)",
+                      "SUM(CASE WHEN qty > 40 THEN {c} ELSE 0.5 END)", "AVG(ABS({c} * qty))",
+                      "MAX(GREATEST(qty, CHAR_LENGTH(supplier_id)))", "MIN(LEAST(score, CAST(qty AS DOUBLE)))",
+                      "COUNT(GREATEST(price, CAST(qty AS DECIMAL(10, 2))))", "SUM(LEAST(qty, 50, 20 + qty))",
+                      "MAX(FLOOR(score * 10))", "MIN(CEIL(score))", "SUM(CEIL(score - 0.5e0))",
+                      "COUNT(DISTINCT FLOOR(score))", "LISTAGG(CAST(FLOOR(qty / 7) AS STRING))"),
+                     "exact", ("price", "qty")),
+    "conditional_spread": (("STDDEV_POP(CASE WHEN qty > 40 THEN {c} END)", "VAR_POP(COALESCE({c}, 0))",
+                            "STDDEV_SAMP(ABS({c}))", "VAR_POP(IF(qty > 40, {c}, 0.5))", "VARIANCE(NULLIF({c}, 0))",
+                            "STDDEV_POP(CASE WHEN qty > 40 THEN {c} ELSE score END)", "STDDEV_POP(FLOOR({c}))",
+                            "VAR_SAMP(DISTINCT CEIL({c}))"), "double", ("price", "qty")),
+    # Logarithms as Java's (Flink's): of 0 -Infinity, of a negative NaN, where Spark's are NULL;
+    # LOG10 and LOG2 of their own (LOG(10, x) divides two logarithms: 2.9999999999999996 of 1000).
+    "math": (("SUM(LN({c}))", "SUM(LOG10({c}))", "SUM(LOG2({c}))", "SUM(LOG({c}))", "SUM(LOG(2, {c}))",
+              "SUM(LOG({c}, 8))", "COUNT(*) FILTER (WHERE LN({c}) > 1)", "MAX(CAST(FLOOR(LOG10({c})) AS INT))",
+              "SUM(FLOOR(LOG10(ABS({c}) + 1)))", "MIN(CAST(LOG(1, {c}) AS INT))", "COUNT(LOG(0, {c}))"),
+             "exact", ("price", "qty", "score")),
     # Past the range of a type, over INTs that reach theirs (:data:`EXTREMES`): Flink sums a
     # TINYINT, SMALLINT or INT in its own type, and a BIGINT (also an AVG's sum) in a long, its
     # integer arithmetic and casts wrap as Java's do,

@@ -27,7 +27,7 @@ from stategate.analyzer.aggregates import AGGREGATES, Result
 from stategate.analyzer.layout import value_of
 from stategate.analyzer.model import Aggregate, WindowAggregate, sql_key
 from stategate.analyzer.families import Family
-from stategate.analyzer.functions import flink_call
+from stategate.analyzer.functions import flink_call, java_double
 from stategate.analyzer.value_types import INTEGER_BITS, Typing, text_digits, text_length
 
 
@@ -235,19 +235,25 @@ def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp
     """``node`` as Flink computes it where Spark's function of the same name differs: a division in
     floating point by zero is Java's (``Infinity``, ``-Infinity``, ``NaN``), where Spark's fails the
     query (NULL without its ANSI mode); ``FLOOR(t TO unit)`` and ``CEIL(t TO unit)`` of a time,
-    which Spark's FLOOR does not take; ``TRUNCATE`` cuts toward zero to its places in its
+    which Spark's FLOOR does not take, and ``FLOOR(x)`` and ``CEIL(x)`` of a number in its own type
+    (:func:`_rounded_to_whole`); a comparison with a NaN, as Java's (:func:`_compared_as_java`); ``TRUNCATE`` cuts toward zero to its places in its
     argument's kind (sqlglot writes Spark a cast to BIGINT); its operands ``translated``. None for
     any other node. (``REGEXP_EXTRACT``'s group, 0 where none is written, the dialect parses; the
     functions of Flink's that Spark has not, :mod:`analyzer.functions` writes.)"""
     if isinstance(node, exp.Div) and (_floating(node.this, typing) or _floating(node.expression, typing)):
         left, right = translated(node.this), translated(node.expression)
-        # 0 / 0 and NaN / 0 are NaN (Spark's NaN equals itself); NULL / 0 is NULL.
+        # NaN / 0 and 0 / 0 are NaN (Spark orders NaN above every number: asked first); NULL / 0 is NULL.
         by_zero = exp.Case(ifs=[
-            exp.If(this=exp.GT(this=left.copy(), expression=exp.Literal.number(0)), true=_java_double("Infinity")),
-            exp.If(this=exp.LT(this=left.copy(), expression=exp.Literal.number(0)), true=_java_double("-Infinity")),
-            exp.If(this=exp.EQ(this=left.copy(), expression=left.copy()), true=_java_double("NaN"))])
+            exp.If(this=_is_nan(left), true=java_double("NaN")),
+            exp.If(this=exp.GT(this=left.copy(), expression=exp.Literal.number(0)), true=java_double("Infinity")),
+            exp.If(this=exp.LT(this=left.copy(), expression=exp.Literal.number(0)), true=java_double("-Infinity")),
+            exp.If(this=exp.EQ(this=left.copy(), expression=exp.Literal.number(0)), true=java_double("NaN"))])
         return exp.Case(ifs=[exp.If(this=exp.EQ(this=right.copy(), expression=exp.Literal.number(0)), true=by_zero)],
                         default=exp.Div(this=left, expression=right))
+    if isinstance(node, _COMPARISONS) and (_floating(node.this, typing) or _floating(node.expression, typing)):
+        return _compared_as_java(node, typing, translated)
+    if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("to") is None and not node.args.get("decimals"):
+        return _rounded_to_whole(node, typing, translated)
     if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("to") is not None:
         unit, value = node.args["to"].name.upper(), translated(node.this)
         floor = exp.TimestampTrunc(this=value, unit=exp.var(unit))
@@ -268,9 +274,55 @@ def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp
     return None
 
 
-def _java_double(value: str) -> exp.Expr:
-    """A DOUBLE of Java's: ``Infinity``, ``-Infinity`` or ``NaN``."""
-    return exp.cast(exp.Literal.string(value), exp.DType.DOUBLE)
+#: The comparisons of two values, which Java's arithmetic (Flink's) makes of floating-point numbers otherwise than Spark.
+_COMPARISONS = (exp.GT, exp.GTE, exp.LT, exp.LTE, exp.EQ, exp.NEQ)
+
+
+def _compared_as_java(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr:
+    """A comparison with a floating-point operand as Java makes it (Flink's): a NaN is equal to
+    nothing, itself included, and neither above nor below any number, so every comparison with one
+    is FALSE, but ``<>``, TRUE; where the other operand is NULL, NULL. Spark orders NaN above every
+    number and equal to itself (so ``SQRT(-1) > 1`` held there, and a FILTER counted the row)."""
+    left, right = translated(node.this), translated(node.expression)
+    nans = [_is_nan(operand) for operand, written in ((left, node.this), (right, node.expression))
+            if _floating(written, typing)]
+    with_nan = exp.and_(exp.or_(*nans), exp.Not(this=exp.Is(this=left.copy(), expression=exp.null())),
+                        exp.Not(this=exp.Is(this=right.copy(), expression=exp.null())))
+    return exp.Case(ifs=[exp.If(this=with_nan, true=exp.true() if isinstance(node, exp.NEQ) else exp.false())],
+                    default=type(node)(this=left, expression=right))
+
+
+def _is_nan(value: exp.Expr) -> exp.Expr:
+    return exp.Anonymous(this="isnan", expressions=[value.copy()])
+
+
+#: The least magnitude from which a DOUBLE, and a FLOAT, has no fraction: its own floor and ceiling.
+_WHOLE_FROM = {exp.DType.DOUBLE: 2 ** 52, exp.DType.FLOAT: 2 ** 23}
+
+
+def _rounded_to_whole(node: exp.Floor | exp.Ceil, typing: Typing,
+                      translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
+    """``FLOOR(x)`` and ``CEIL(x)`` of a number in its own type, as Flink's: an integer is itself
+    (Spark's is a BIGINT), a DOUBLE or FLOAT is Java's ``Math.floor`` or ``Math.ceil`` (Spark's is a
+    BIGINT: NaN is 0 there, and an infinity a long's bound), a ceiling between -1 and 0 is -0.0;
+    its operand ``translated``. None for a DECIMAL, which Spark rounds alike (in fewer digits, as
+    :func:`analyzer.value_types.exact_type` says)."""
+    if typing.integer_bits(node.this) is not None:
+        return translated(node.this)
+    if not _floating(node.this, typing):
+        return None
+    kind = exp.DType.FLOAT if typing.of(node.this).is_type(exp.DType.FLOAT) else exp.DType.DOUBLE
+    value = translated(node.this)
+    zero = exp.Literal.number(0)
+    has_fraction = exp.and_(exp.LT(this=exp.Abs(this=value.copy()), expression=exp.Literal.number(_WHOLE_FROM[kind])),
+                            exp.NEQ(this=value.copy(), expression=zero))
+    spark = exp.Anonymous(this="floor" if isinstance(node, exp.Floor) else "ceil", expressions=[value.copy()])
+    ifs = [exp.If(this=has_fraction, true=exp.cast(spark, kind))]
+    if isinstance(node, exp.Ceil):
+        below_zero = exp.and_(exp.GT(this=value.copy(), expression=exp.Literal.number(-1)),
+                              exp.LT(this=value.copy(), expression=zero.copy()))
+        ifs.insert(0, exp.If(this=below_zero, true=exp.cast(java_double("-0.0"), kind)))
+    return exp.Case(ifs=ifs, default=exp.cast(value, kind))
 
 
 def _quotient(left: exp.Expr, right: exp.Expr, width: int) -> exp.Expr:
@@ -313,7 +365,7 @@ def _java_narrowed(value: exp.Expr, bits: int) -> exp.Expr:
     is 44, 5e9 is -1."""
     held_bits = 64 if bits == 64 else 32
     low, high = -(2 ** (held_bits - 1)), 2 ** (held_bits - 1) - 1
-    held = exp.Case(ifs=[exp.If(this=exp.Anonymous(this="isnan", expressions=[value]), true=exp.Literal.number(0)),
+    held = exp.Case(ifs=[exp.If(this=_is_nan(value), true=exp.Literal.number(0)),
                          exp.If(this=exp.GTE(this=value, expression=exp.Literal.number(high)),
                                 true=exp.Literal.number(high)),
                          exp.If(this=exp.LTE(this=value, expression=exp.Literal.number(low)),

@@ -64,15 +64,19 @@ def test_an_argument_of_unknown_type_gets_a_generic_slot() -> None:
 def test_an_exact_slot_keeps_the_type_of_its_argument_where_every_engine_agrees_on_it() -> None:
     """As Spark's own buffers: a SUM, MIN or MAX takes its argument in its own type (Spark's sum
     keeps 10 digits more), DECIMAL arithmetic's as Flink and Spark both type it (``price / 3`` a
-    DECIMAL(21, 13), ``price * price`` a DECIMAL(21, 4)), and an integer's in a long. Where the
-    scale depends on a function (or AVG divides), the slot keeps 18 places in 38 digits, as it did
-    before shapes had scales; a STDDEV keeps its argument's scale in 38 digits."""
+    DECIMAL(21, 13), ``price * price`` a DECIMAL(21, 4)), a value that is one of its operands' (a
+    CASE's, a COALESCE's: every whole digit and place of any), ABS's of its operand's, FLOOR's at
+    scale 0, and an integer's in a long. Where the engines part (past 38 digits a COALESCE keeps
+    its scale on Spark, its whole digits on Flink), or AVG divides, the slot keeps 18 places in 38
+    digits, as it did before shapes had scales; a STDDEV keeps its argument's scale in 38 digits."""
     sql = job("SUM(price), MAX(CAST(price AS DECIMAL(12, 4))), MIN(CHAR_LENGTH(item)), SUM(price / 3), AVG(price), "
               "SUM(CAST(price AS DECIMAL(32, 2))), MIN(CAST(price AS BIGINT)), STDDEV_POP(price), "
-              "MAX(price * price), SUM(ABS(price))")
+              "MAX(price * price), SUM(ABS(price)), MAX(CASE WHEN item = 'a' THEN price ELSE 0 END), "
+              "SUM(COALESCE(price, CAST(1 AS DECIMAL(5, 3)))), MIN(FLOOR(price)), "
+              "SUM(COALESCE(CAST(price AS DECIMAL(38, 0)), price))")
     shapes = deployed(sql)["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]["shapes"]
-    assert shapes[:10] == ["SUM:m2p10", "MAX:m4p12", "MIN:i", "SUM:m13p21", "AVG:m", "SUM:m2p32", "MIN:i",
-                           "STDDEV_POP:m2", "MAX:m4p21", "SUM:m"]
+    assert shapes[:14] == ["SUM:m2p10", "MAX:m4p12", "MIN:i", "SUM:m13p21", "AVG:m", "SUM:m2p32", "MIN:i",
+                           "STDDEV_POP:m2", "MAX:m4p21", "SUM:m2p10", "MAX:m2p12", "SUM:m3p11", "MIN:m0p9", "SUM:m"]
     parsed = [Shape.parse(s) for s in shapes[:8]]
     assert [s.sql_type(EXACT_SUM) for s in parsed if s.family is Family.EXACT] == [
         "decimal(10,2)", "decimal(12,4)", "decimal(21,13)", "decimal(38,18)", "decimal(32,2)", "decimal(38,2)"]

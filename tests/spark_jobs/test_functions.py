@@ -12,10 +12,14 @@ from py4j.protocol import Py4JJavaError
 from pyspark.errors import AnalysisException, ParseException
 from sqlglot import exp
 
+from pyspark.sql import types as T
+
 from stategate.analyzer import build
+from stategate.analyzer.families import Family
 from stategate.analyzer.functions import SPARK_FUNCTIONS, SPARK_GRAMMAR, spark_lacks
+from stategate.analyzer.layout import value_of
 from stategate.analyzer.model import sql_key
-from stategate.analyzer.value_types import Typing
+from stategate.analyzer.value_types import Typing, exact_type
 from stategate.spark_jobs.expressions import to_column
 from tests.analyzer.test_runnable import DDL, WINDOW
 
@@ -37,7 +41,9 @@ CALLS = (
     "STR_TO_MAP(item)", "PARSE_URL(item, 'HOST')", "URL_DECODE(item)", "ELT(1, item, supplier_id)",
     "TRANSLATE(item, 'a', 'b')", "REGEXP_SUBSTR(item, 'a')", "DAYOFWEEK(bidtime)", "QUARTER(bidtime)",
     "EXTRACT(DOW FROM bidtime)", "IFNULL(item, supplier_id)", "IF(item = 'a', 1, 2)", "GREATEST(item, supplier_id)",
-    "UUID()", "CURRENT_TIMESTAMP", "SIGN(price)", "POWER(price, 2)", "ROUND(price, 1)",
+    "UUID()", "CURRENT_TIMESTAMP", "SIGN(price)", "POWER(price, 2)", "ROUND(price, 1)", "GREATEST(price, 1, 2)",
+    "LEAST(item)", "LN(price)", "LOG(price)", "LOG(2, price)", "LOG10(price)",
+    "FLOOR(price)", "CEIL(CAST(price AS DOUBLE))",
 )
 
 
@@ -77,3 +83,48 @@ def test_every_function_spark_has_is_known(spark) -> None:
     assert names == SPARK_FUNCTIONS - SPARK_GRAMMAR
     assert not SPARK_GRAMMAR & names
 
+
+
+#: Values whose type the gate derives itself (sqlglot keeps a DECIMAL of any digits over a DOUBLE,
+#: and gives arithmetic its first operand's digits): arithmetic, a value that is one of its
+#: operands, ABS, NULLIF, FLOOR and CEIL, over a DECIMAL(10, 2), an INT, a BIGINT, a DECIMAL(30, 10)
+#: and a DOUBLE.
+TYPED = (
+    "price * qty", "price / 3", "ROUND(price * qty, 1)", "CASE WHEN qty > 5 THEN price END",
+    "CASE WHEN qty > 5 THEN price ELSE 0 END", "CASE WHEN qty > 5 THEN price ELSE 0.5 END",
+    "CASE qty WHEN 1 THEN price WHEN 2 THEN price * 2 ELSE wide END", "CASE WHEN qty > 5 THEN price ELSE big END",
+    "CASE WHEN qty > 5 THEN price ELSE score END", "COALESCE(price, 0)", "COALESCE(price, CAST(NULL AS DECIMAL(5, 3)))",
+    "COALESCE(wide * 1000, price)", "COALESCE(price, 1e3)", "IF(qty > 5, price, NULL)", "IF(qty > 5, qty, big)",
+    "NULLIF(price, 0)", "NULLIF(qty, price)", "ABS(price * qty)", "ABS(score)", "GREATEST(price, 0)",
+    "LEAST(price, wide, qty)", "GREATEST(score, price)", "FLOOR(price)", "CEIL(price * qty)", "FLOOR(wide)",
+    "FLOOR(qty)", "CEIL(score)", "FLOOR(CAST(score AS FLOAT))", "CASE WHEN qty > 5 THEN CAST(qty AS FLOAT) ELSE qty END",
+)
+
+
+def test_the_gate_types_a_value_as_spark_computes_it(spark) -> None:
+    """A state field keeps an aggregate's argument in the type the gate gives it
+    (``analyzer.layout``), so the two must agree, or the job refuses at its start what the gate
+    passed (``MAX(CASE WHEN ... THEN price ELSE score END)`` did): where the gate tells a DECIMAL's
+    digits, Spark computes the value in those digits, and it tells a floating-point, an integer or
+    a DECIMAL value where Spark computes one."""
+    ddl = ("CREATE TABLE Bid (bidtime TIMESTAMP(3), price DECIMAL(10, 2), qty INT, big BIGINT, wide DECIMAL(30, 10), "
+           "score DOUBLE, item STRING, WATERMARK FOR bidtime AS bidtime - INTERVAL '1' SECOND) "
+           "WITH ('connector' = 'filesystem', 'path' = '/data/bids', 'format' = 'csv');\n")
+    rows = spark.createDataFrame([], "price DECIMAL(10, 2), qty INT, big BIGINT, wide DECIMAL(30, 10), score DOUBLE")
+    columns = {sql_key(exp.column(name, table="Bid")): name for name in rows.columns}
+    disagree = []
+    for value in TYPED:
+        model = build(ddl + f"SELECT window_start, MAX({value}) FROM {WINDOW} GROUP BY window_start, window_end")
+        argument = value_of(model.pipelines[0].aggregate.aggregates[0])
+        typing = Typing(model)
+        spark_type = rows.select(to_column(argument, columns, typing, "v")).schema["v"].dataType
+        exact = exact_type(model, argument)
+        told = typing.family(argument), f"decimal({exact[0]},{exact[1]})" if exact else None
+        found = _FAMILIES[type(spark_type)], spark_type.simpleString() if isinstance(spark_type, T.DecimalType) else None
+        if told != found and (told[0], None) != found:  # an integer's digits are its type's
+            disagree.append((value, told, found))
+    assert disagree == []
+
+
+_FAMILIES = {T.DecimalType: Family.EXACT, T.IntegerType: Family.EXACT, T.LongType: Family.EXACT,
+             T.DoubleType: Family.FLOATING, T.FloatType: Family.FLOATING}

@@ -45,11 +45,15 @@ def state_schema(spark, query: Path) -> tuple[T.StructType, T.StructType]:
 
 
 #: The query as a Spark user writes it and as stategate runs it: sums and extremes of a decimal,
-#: extremes of a time, of an integer, and its sum; with or without a count of the rows.
-BUILTIN = ["sum(price)", "max(price)", "min(bidtime)", "max(CAST(price AS INT))", "sum(CAST(price AS INT))"]
+#: extremes of a time, of an integer, and its sum, of a decimal that one of several values is (a
+#: CASE's, a COALESCE's); with or without a count of the rows.
+BUILTIN = ["sum(price)", "max(price)", "min(bidtime)", "max(CAST(price AS INT))", "sum(CAST(price AS INT))",
+           "sum(CASE WHEN price > 10 THEN price END)", "max(coalesce(price, 0))"]
 SELECT = ("SUM(price) AS total, MAX(price) AS top, MIN(bidtime) AS first_bid, "
-          "MAX(CAST(price AS INT)) AS top_int, SUM(CAST(price AS INT)) AS total_int")
-SINK = "total DECIMAL(38, 2), top DECIMAL(10, 2), first_bid TIMESTAMP(3), top_int INT, total_int INT"
+          "MAX(CAST(price AS INT)) AS top_int, SUM(CAST(price AS INT)) AS total_int, "
+          "SUM(CASE WHEN price > 10 THEN price END) AS large, MAX(COALESCE(price, 0)) AS top_or_zero")
+SINK = ("total DECIMAL(38, 2), top DECIMAL(10, 2), first_bid TIMESTAMP(3), top_int INT, total_int INT, "
+        "large DECIMAL(38, 2), top_or_zero DECIMAL(12, 2)")
 
 
 @pytest.mark.parametrize("counted", [True, False], ids=["with COUNT(*)", "without"])

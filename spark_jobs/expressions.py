@@ -234,11 +234,11 @@ def _written_as_flink(operand: exp.Expr, kind: exp.DataType,
 def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
     """``node`` as Flink computes it where Spark's function of the same name differs: a division in
     floating point by zero is Java's (``Infinity``, ``-Infinity``, ``NaN``), where Spark's fails the
-    query (NULL without its ANSI mode); ``FLOOR(t TO unit)`` and ``CEIL(t TO unit)`` of a time,
-    which Spark's FLOOR does not take, and ``FLOOR(x)`` and ``CEIL(x)`` of a number in its own type
-    (:func:`_rounded_to_whole`); a comparison with a NaN, as Java's (:func:`_compared_as_java`); ``TRUNCATE`` cuts toward zero to its places in its
-    argument's kind (sqlglot writes Spark a cast to BIGINT); its operands ``translated``. None for
-    any other node. (``REGEXP_EXTRACT``'s group, 0 where none is written, the dialect parses; the
+    query (NULL without its ANSI mode); a comparison with a NaN (:func:`_compared_as_java`);
+    ``FLOOR(t TO unit)`` and ``CEIL(t TO unit)`` of a time, which Spark's FLOOR does not take, and
+    ``FLOOR(x)`` and ``CEIL(x)`` of a number in its own type (:func:`_rounded_to_whole`);
+    ``TRUNCATE`` cuts toward zero to its places in its argument's kind (sqlglot writes Spark a cast
+    to BIGINT); its operands ``translated``. None for any other node. (``REGEXP_EXTRACT``'s group, 0 where none is written, the dialect parses; the
     functions of Flink's that Spark has not, :mod:`analyzer.functions` writes.)"""
     if isinstance(node, exp.Div) and (_floating(node.this, typing) or _floating(node.expression, typing)):
         left, right = translated(node.this), translated(node.expression)

@@ -367,18 +367,31 @@ def _annotate_round(annotator: TypeAnnotator, node: exp.Round | exp.Trunc) -> ex
     return node
 
 
+#: The integer types Flink and Spark share, narrowest first.
+_INTEGERS = (exp.DType.TINYINT, exp.DType.SMALLINT, exp.DType.INT, exp.DType.BIGINT)
+
+
 def _annotate_floor(annotator: TypeAnnotator, node: exp.Floor | exp.Ceil) -> exp.Expr:
-    """``FLOOR(t TO HOUR)`` and ``CEIL(t TO DAY)`` are of their time's type; of a number, of its
-    kind (a DOUBLE's a DOUBLE, Flink's), a DECIMAL(p, s)'s a DECIMAL of scale 0 (:func:`whole_digits`)."""
+    """``FLOOR(t TO HOUR)`` and ``CEIL(t TO DAY)`` are of their time's type. Of a number, as the job
+    computes it (Spark's): a DECIMAL(p, s)'s a DECIMAL of scale 0 (:func:`whole_digits`), an
+    integer's or a floating-point number's a BIGINT. Flink keeps an integer's or a DOUBLE's type:
+    the same values but for a DOUBLE's NaN and infinities, which no BIGINT holds. (A group key
+    of Spark's type keeps a deployed state's key; sqlglot's DOUBLE placed ``MAX(FLOOR(score))``
+    where Spark's BIGINT could not go, and the job refused it when it started.)"""
     kind = node.this.type
     if node.args.get("to") is not None and kind is not None:
         annotator._set_type(node, kind)
         return node
-    digits = _declared_digits(kind) if kind is not None and kind.is_type(exp.DType.DECIMAL) else None
-    if digits is not None and not node.args.get("decimals"):
+    if kind is None or node.args.get("decimals"):
+        return annotate_by_numeric_arg(annotator, node)
+    digits = _declared_digits(kind) if kind.is_type(exp.DType.DECIMAL) else None
+    if digits is not None:
         annotator._set_type(node, exp.DataType.build(f"DECIMAL({whole_digits(*digits)}, 0)"))
-        return node
-    return annotate_by_numeric_arg(annotator, node)
+    elif kind.is_type(*_INTEGERS, exp.DType.FLOAT, exp.DType.DOUBLE):
+        annotator._set_type(node, exp.DataType.build("BIGINT"))
+    else:
+        return annotate_by_numeric_arg(annotator, node)
+    return node
 
 
 #: The nodes whose value is one of their operands' (NULLs aside), and so of their operands' common type.
@@ -395,10 +408,6 @@ def value_operands(node: OneOfOperands) -> list[exp.Expr]:
     if isinstance(node, exp.If):
         return [node.args["true"], *([node.args["false"]] if node.args.get("false") is not None else [])]
     return [node.this, *node.expressions]
-
-
-#: The integer types Flink and Spark share, narrowest first.
-_INTEGERS = (exp.DType.TINYINT, exp.DType.SMALLINT, exp.DType.INT, exp.DType.BIGINT)
 
 
 def _common_number(types: list[exp.DataType]) -> exp.DataType | None:

@@ -235,8 +235,7 @@ def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp
     """``node`` as Flink computes it where Spark's function of the same name differs: a division in
     floating point by zero is Java's (``Infinity``, ``-Infinity``, ``NaN``), where Spark's fails the
     query (NULL without its ANSI mode); a comparison with a NaN (:func:`_compared_as_java`);
-    ``FLOOR(t TO unit)`` and ``CEIL(t TO unit)`` of a time, which Spark's FLOOR does not take, and
-    ``FLOOR(x)`` and ``CEIL(x)`` of a number in its own type (:func:`_rounded_to_whole`);
+    ``FLOOR(t TO unit)`` and ``CEIL(t TO unit)`` of a time, which Spark's FLOOR does not take;
     ``TRUNCATE`` cuts toward zero to its places in its argument's kind (sqlglot writes Spark a cast
     to BIGINT); its operands ``translated``. None for any other node. (``REGEXP_EXTRACT``'s group, 0 where none is written, the dialect parses; the
     functions of Flink's that Spark has not, :mod:`analyzer.functions` writes.)"""
@@ -252,8 +251,6 @@ def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp
                         default=exp.Div(this=left, expression=right))
     if isinstance(node, _COMPARISONS) and (_floating(node.this, typing) or _floating(node.expression, typing)):
         return _compared_as_java(node, typing, translated)
-    if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("to") is None and not node.args.get("decimals"):
-        return _rounded_to_whole(node, typing, translated)
     if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("to") is not None:
         unit, value = node.args["to"].name.upper(), translated(node.this)
         floor = exp.TimestampTrunc(this=value, unit=exp.var(unit))
@@ -294,35 +291,6 @@ def _compared_as_java(node: exp.Expr, typing: Typing, translated: Callable[[exp.
 
 def _is_nan(value: exp.Expr) -> exp.Expr:
     return exp.Anonymous(this="isnan", expressions=[value.copy()])
-
-
-#: The least magnitude from which a DOUBLE, and a FLOAT, has no fraction: its own floor and ceiling.
-_WHOLE_FROM = {exp.DType.DOUBLE: 2 ** 52, exp.DType.FLOAT: 2 ** 23}
-
-
-def _rounded_to_whole(node: exp.Floor | exp.Ceil, typing: Typing,
-                      translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
-    """``FLOOR(x)`` and ``CEIL(x)`` of a number in its own type, as Flink's: an integer is itself
-    (Spark's is a BIGINT), a DOUBLE or FLOAT is Java's ``Math.floor`` or ``Math.ceil`` (Spark's is a
-    BIGINT: NaN is 0 there, and an infinity a long's bound), a ceiling between -1 and 0 is -0.0;
-    its operand ``translated``. None for a DECIMAL, which Spark rounds alike (in fewer digits, as
-    :func:`analyzer.value_types.exact_type` says)."""
-    if typing.integer_bits(node.this) is not None:
-        return translated(node.this)
-    if not _floating(node.this, typing):
-        return None
-    kind = exp.DType.FLOAT if typing.of(node.this).is_type(exp.DType.FLOAT) else exp.DType.DOUBLE
-    value = translated(node.this)
-    zero = exp.Literal.number(0)
-    has_fraction = exp.and_(exp.LT(this=exp.Abs(this=value.copy()), expression=exp.Literal.number(_WHOLE_FROM[kind])),
-                            exp.NEQ(this=value.copy(), expression=zero))
-    spark = exp.Anonymous(this="floor" if isinstance(node, exp.Floor) else "ceil", expressions=[value.copy()])
-    ifs = [exp.If(this=has_fraction, true=exp.cast(spark, kind))]
-    if isinstance(node, exp.Ceil):
-        below_zero = exp.and_(exp.GT(this=value.copy(), expression=exp.Literal.number(-1)),
-                              exp.LT(this=value.copy(), expression=zero.copy()))
-        ifs.insert(0, exp.If(this=below_zero, true=exp.cast(java_double("-0.0"), kind)))
-    return exp.Case(ifs=ifs, default=exp.cast(value, kind))
 
 
 def _quotient(left: exp.Expr, right: exp.Expr, width: int) -> exp.Expr:

@@ -129,6 +129,9 @@ class FlinkParser(parser.Parser):
         # TIMESTAMPDIFF(unit, from, to): the unit first, as Flink writes it (sqlglot's own reads it last).
         "TIMESTAMPDIFF": lambda args: exp.TimestampDiff(this=seq_get(args, 2), expression=seq_get(args, 1),
                                                         unit=exp.var(args[0].name.upper()) if args else None),
+        # TIMESTAMPADD(unit, count, time): likewise (sqlglot's own reads it as a call of unknown meaning).
+        "TIMESTAMPADD": lambda args: exp.TimestampAdd(this=seq_get(args, 2), expression=seq_get(args, 1),
+                                                      unit=exp.var(args[0].name.upper()) if args else None),
         # LOG10(x) and LOG2(x) stay themselves: sqlglot's own read them as LOG(10, x) and LOG(2, x),
         # which divide two logarithms (LOG(10, 1000) is 2.9999999999999996 on Flink and Spark alike).
         **{name: (lambda args, name=name: exp.Anonymous(this=name, expressions=args)) for name in ("LOG10", "LOG2")},
@@ -321,6 +324,7 @@ class FlinkGenerator(generator.Generator):
         # REGEXP_EXTRACT(s, re): group 0 (the whole match) is Flink's default, written as it was.
         exp.RegexpExtract: regexp_extract_sql,
         exp.TimestampDiff: lambda self, e: self.func("TIMESTAMPDIFF", e.args.get("unit"), e.expression, e.this),
+        exp.TimestampAdd: lambda self, e: self.func("TIMESTAMPADD", e.args.get("unit"), e.expression, e.this),
     }
 
     TYPE_MAPPING = {**generator.Generator.TYPE_MAPPING, exp.DataType.Type.STRUCT: "ROW",
@@ -372,25 +376,40 @@ _INTEGERS = (exp.DType.TINYINT, exp.DType.SMALLINT, exp.DType.INT, exp.DType.BIG
 
 
 def _annotate_floor(annotator: TypeAnnotator, node: exp.Floor | exp.Ceil) -> exp.Expr:
-    """``FLOOR(t TO HOUR)`` and ``CEIL(t TO DAY)`` are of their time's type. Of a number, as the job
-    computes it (Spark's): a DECIMAL(p, s)'s a DECIMAL of scale 0 (:func:`whole_digits`), an
-    integer's or a floating-point number's a BIGINT. Flink keeps an integer's or a DOUBLE's type:
-    the same values but for a DOUBLE's NaN and infinities, which no BIGINT holds. (A group key
-    of Spark's type keeps a deployed state's key; sqlglot's DOUBLE placed ``MAX(FLOOR(score))``
-    where Spark's BIGINT could not go, and the job refused it when it started.)"""
+    """``FLOOR(t TO HOUR)`` and ``CEIL(t TO DAY)`` are of their time's type. Of a number, of its
+    kind, as Flink types them: an integer's and a floating-point number's their own type, a
+    DECIMAL(p, s)'s a DECIMAL of scale 0 (:func:`whole_digits`). (The job computes them so, but
+    in a group key's state: ``spark_jobs.expressions.to_column``'s ``state_key``.)"""
     kind = node.this.type
     if node.args.get("to") is not None and kind is not None:
         annotator._set_type(node, kind)
         return node
-    if kind is None or node.args.get("decimals"):
-        return annotate_by_numeric_arg(annotator, node)
-    digits = _declared_digits(kind) if kind.is_type(exp.DType.DECIMAL) else None
-    if digits is not None:
+    digits = _declared_digits(kind) if kind is not None and kind.is_type(exp.DType.DECIMAL) else None
+    if digits is not None and not node.args.get("decimals"):
         annotator._set_type(node, exp.DataType.build(f"DECIMAL({whole_digits(*digits)}, 0)"))
-    elif kind.is_type(*_INTEGERS, exp.DType.FLOAT, exp.DType.DOUBLE):
-        annotator._set_type(node, exp.DataType.build("BIGINT"))
+        return node
+    return annotate_by_numeric_arg(annotator, node)
+
+
+#: The units by which ``TIMESTAMPADD`` moves a DATE to a DATE; by any other, to a TIMESTAMP(6).
+WHOLE_DAYS = frozenset({"DAY", "WEEK", "MONTH", "QUARTER", "YEAR"})
+
+
+def _annotate_timestamp_add(annotator: TypeAnnotator, node: exp.TimestampAdd) -> exp.TimestampAdd:
+    """``TIMESTAMPADD(unit, n, t)`` is of ``t``'s type, as Flink types it: a DATE moved by
+    :data:`WHOLE_DAYS` stays a DATE, by hours, minutes or seconds it is a TIMESTAMP(6), and a
+    TIMESTAMP moved by milliseconds keeps at least their digits. (sqlglot's is a TIMESTAMP of no
+    digits of a second, whose text would drop a TIMESTAMP(3)'s.)"""
+    kind, unit = node.this.type, node.text("unit").upper()
+    if kind is not None and kind.is_type(exp.DType.DATE):
+        annotator._set_type(node, kind if unit in WHOLE_DAYS else exp.DataType.build("TIMESTAMP(6)"))
+    elif kind is not None and kind.is_type(*exp.DataType.TEMPORAL_TYPES):
+        digits = int(kind.expressions[0].name) if kind.expressions else None
+        if unit == "MILLISECOND" and digits is not None and digits < 3:
+            kind = exp.DataType.build(f"{kind.this.value}(3)")
+        annotator._set_type(node, kind)
     else:
-        return annotate_by_numeric_arg(annotator, node)
+        annotator._set_type(node, exp.DType.TIMESTAMP)
     return node
 
 
@@ -469,8 +488,10 @@ def _operand_type(operand: exp.Expr) -> exp.DataType:
     return operand.type or exp.DataType.build("UNKNOWN")
 
 
-def _annotate_nullif(annotator: TypeAnnotator, node: exp.Nullif) -> exp.Nullif:
-    """``NULLIF(a, b)`` is of ``a``'s type, on Flink and Spark alike (sqlglot's is both operands' common one)."""
+def _annotate_first_operand(annotator: TypeAnnotator, node: exp.Nullif | exp.Sign) -> exp.Expr:
+    """``NULLIF(a, b)`` is of ``a``'s type, on Flink and Spark alike (sqlglot's is both operands'
+    common one); ``SIGN(x)`` of ``x``'s, on Flink (sqlglot's is an INT, Spark's a DOUBLE: the job
+    computes Flink's, ``spark_jobs.expressions``)."""
     annotator._set_type(node, node.this.type)
     return node
 
@@ -481,7 +502,9 @@ class Flink(Dialect):
                            exp.Round: {"annotator": _annotate_round}, exp.Trunc: {"annotator": _annotate_round},
                            exp.Floor: {"annotator": _annotate_floor}, exp.Ceil: {"annotator": _annotate_floor},
                            **{kind: {"annotator": _annotate_one_of} for kind in ONE_OF_OPERANDS},
-                           exp.Nullif: {"annotator": _annotate_nullif}}
+                           exp.Nullif: {"annotator": _annotate_first_operand},
+                           exp.Sign: {"annotator": _annotate_first_operand},
+                           exp.TimestampAdd: {"annotator": _annotate_timestamp_add}}
     # Flink's planner collates NULL low (FlinkPlannerImpl.defaultNullCollation = LOW): first when
     # ascending, last when descending. The parser fills in that default where no NULLS is written.
     NULL_ORDERING = "nulls_are_small"

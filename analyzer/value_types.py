@@ -161,7 +161,7 @@ def exact_type(model: JobModel, expr: exp.Expr) -> tuple[int, int] | None:
                  if not isinstance(operand.unnest(), exp.Null)]
         operands = [known for known in found if known is not None]
         return common(operands) if operands and len(operands) == len(found) else None
-    if isinstance(node, (exp.Abs, exp.Nullif)):  # of their (first) operand's type, on both engines
+    if isinstance(node, (exp.Abs, exp.Nullif, exp.Sign)):  # of their (first) operand's type, as the job computes them
         return exact_type(model, node.this)
     if isinstance(node, (exp.Floor, exp.Ceil)) and node.args.get("to") is None and not node.args.get("decimals"):
         whole_of = exact_type(model, node.this)

@@ -112,6 +112,29 @@ FAMILIES = {
                    "COUNT(DISTINCT FLOOR(bidtime TO MINUTE))", "MIN(CAST(CEIL(bidtime TO MINUTE) AS STRING))",
                    "LISTAGG(CAST(FLOOR(bidtime TO HOUR) AS STRING), ';') FILTER (WHERE qty > 90)"),
                   "exact", ("price",)),
+    # TIMESTAMPADD(unit, n, t) by every unit Flink takes, of a TIMESTAMP(3) and of a DATE (by whole
+    # days a DATE, by hours or less a TIMESTAMP(6)), in arguments, FILTERs and as text.
+    "time_arithmetic": (("MAX(TIMESTAMPADD(MINUTE, qty, bidtime))", "MIN(TIMESTAMPADD(MONTH, qty, bidtime))",
+                         "MAX(TIMESTAMPADD(DAY, qty, CAST(bidtime AS DATE)))",
+                         "LISTAGG(CAST(TIMESTAMPADD(HOUR, qty, CAST(bidtime AS DATE)) AS STRING), ';')",
+                         "COUNT(*) FILTER (WHERE TIMESTAMPADD(WEEK, 1, bidtime) > TIMESTAMP '2020-04-22 09:00:00')",
+                         "LISTAGG(CAST(TIMESTAMPADD(QUARTER, qty, bidtime) AS STRING))",
+                         "MIN(TIMESTAMPADD(YEAR, qty, CAST(bidtime AS DATE)))", "MAX(TIMESTAMPADD(SECOND, qty, bidtime))",
+                         "LISTAGG(CAST(TIMESTAMPADD(SECOND, qty * 7, CAST(bidtime AS TIMESTAMP(0))) AS STRING))",
+                         "COUNT(DISTINCT TIMESTAMPADD(MONTH, 1, CAST(bidtime AS DATE)))",
+                         "LISTAGG(CAST(TIMESTAMPADD(DAY, qty, CAST(bidtime AS DATE)) AS STRING))",
+                         "FIRST_VALUE(TIMESTAMPADD(HOUR, qty, bidtime))",
+                         "MAX(TIMESTAMPDIFF(MINUTE, bidtime, TIMESTAMPADD(DAY, qty, bidtime)))"),
+                        "exact", ("price",)),
+    # FLOOR, CEIL and SIGN keep their argument's type on Flink (Spark's FLOOR and CEIL make a BIGINT,
+    # its SIGN a DOUBLE): an AVG or STDDEV of them follows that type (of an INT an INT), a DECIMAL's
+    # SIGN is written with its scale.
+    "whole_numbers": (("AVG(FLOOR(score))", "AVG(CEIL(score))", "SUM(FLOOR(score * 10))", "AVG(SIGN({c}))",
+                       "SUM(SIGN(price))", "MAX(SIGN(score))", "LISTAGG(CAST(SIGN(price) AS STRING))",
+                       "SUM(FLOOR({c} / 7))", "AVG(FLOOR({c}))", "AVG(CAST(FLOOR(score) AS DECIMAL(10, 2)))",
+                       "MIN(CEIL(CAST(score AS FLOAT)))", "COUNT(DISTINCT SIGN(score))", "AVG(SIGN(price))",
+                       "MAX(FLOOR(score) / 4)", "SUM(CEIL(score / 3)) FILTER (WHERE SIGN(qty) > 0)"),
+                      "exact", ("qty",)),
     # Flink's functions that Spark has not (SPLIT_INDEX, WEEK, IS_DIGIT, IS_ALPHA) or computes
     # otherwise (INITCAP: a word starts after any character but an ASCII letter or digit): in
     # arguments and FILTERs, SPLIT_INDEX on a whole separator, at whitespace (''), at a character's
@@ -352,6 +375,25 @@ SHAPES = {
     # Aggregates' results typed as Flink types them, downstream of a window: an AVG, STDDEV or
     # VARIANCE of INTs is an INT, in a cascade's input (over TUMBLE and SESSION windows) and in the
     # SELECT list's arithmetic.
+    # Groups keyed by FLOOR, CEIL or SIGN of a number, whose state keeps Spark's type (a deployed
+    # checkpoint's key) and whose values are read in Flink's: written as text, divided, and read by a
+    # cascaded window.
+    "whole_keys": ({
+        "tumble": "SELECT FLOOR(score) AS k, window_start, window_end, COUNT(*) AS a0, "
+                  "CAST(FLOOR(score) AS STRING) AS a1, FLOOR(score) / 4 AS a2, MAX(qty) AS a3\n"
+                  f"FROM TABLE({WINDOWS['tumble']})\nWHERE supplier_id <> 'closer'\n"
+                  "GROUP BY FLOOR(score), window_start, window_end",
+        "hop": "SELECT SIGN(qty) AS k, window_start, window_end, SUM(price) AS a0, CAST(SIGN(qty) AS STRING) AS a1, "
+               "SIGN(qty) / 2 AS a2\n"
+               f"FROM TABLE({WINDOWS['hop']})\nWHERE supplier_id <> 'closer'\n"
+               "GROUP BY SIGN(qty), window_start, window_end",
+        "cascade": "CREATE TEMPORARY VIEW Floors AS\nSELECT FLOOR(score / 4) AS f, window_time, COUNT(*) AS c\n"
+                   f"FROM TABLE({WINDOWS['tumble']})\nWHERE supplier_id <> 'closer'\n"
+                   "GROUP BY FLOOR(score / 4), window_start, window_end, window_time;\n"
+                   "SELECT f, window_start, window_end, SUM(c) AS a0, AVG(f) AS a1, CAST(f AS STRING) AS a2\n"
+                   "FROM TABLE(TUMBLE(TABLE Floors, DESCRIPTOR(window_time), INTERVAL '30' MINUTES))\n"
+                   "GROUP BY f, window_start, window_end",
+    }, "exact"),
     "results_typed": ({
         "tumble_cascade": "CREATE TEMPORARY VIEW Spread AS\nSELECT supplier_id, window_time, VAR_SAMP(qty) AS v, "
                           f"AVG(qty) AS a\nFROM TABLE({WINDOWS['tumble']})\n"

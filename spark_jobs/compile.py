@@ -45,7 +45,7 @@ from stategate.spark_jobs import state
 from stategate.spark_jobs.assembly import SLICES_DIR, WindowAssembler, slices_dir
 from stategate.spark_jobs.connectors import read_stream
 from stategate.spark_jobs.cutover import Cutover
-from stategate.spark_jobs.expressions import quoted, results_typing, to_column, whole_windows_aggregate
+from stategate.spark_jobs.expressions import key_read, quoted, results_typing, to_column, whole_windows_aggregate
 from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalizer, joined_stream
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
 from stategate.spark_jobs.reseed import read_carried
@@ -192,7 +192,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
         high, low = state.arrival_halves(arrival)
         columns += [F.col(state.ARRIVAL), F.expr(f"{state.arrival_order(arrival)} AS {quoted(state.ORDER)}"),
                     F.expr(f"{high} AS {quoted(state.ORDER_HIGH)}"), F.expr(f"{low} AS {quoted(state.ORDER_LOW)}")]
-    columns += [to_column(k.value.expr, mapping, typed, name) for k, name in zip(plain_keys, keys)]
+    columns += [to_column(k.value.expr, mapping, typed, name, state_key=True) for k, name in zip(plain_keys, keys)]
     inputs: list[tuple[Aggregate, str | None, str | None, str | None]] = []
     for index, agg in enumerate(aggregate.aggregates):
         value = f"v{index}" if agg.args else None
@@ -406,11 +406,11 @@ def _cascade_input(upstream: Stage, layout: StageLayout) -> tuple[DataFrame, dic
     finals = {slot.aggregate.identity: f"u{i}" for i, slot in enumerate(readable)}
     level = _window(upstream.aggregate).level
     start, end = upstream.slicer.bounds(F.col("w"))
-    columns = [*[F.col(k) for k in upstream.keys],
+    plain = [k for k in upstream.aggregate.group_keys if not k.is_window]
+    columns = [*[key_read(k.value.expr, name, upstream.results) for k, name in zip(plain, upstream.keys)],
                *[state.final_value(s, finals[s.aggregate.identity]) for s in readable],
                start.alias("_ws"), end.alias("_we"), F.window_time(F.col("w")).alias("ts")]
     mapping = {slot.aggregate.expr_key: finals[slot.aggregate.identity] for slot in readable}
-    plain = [k for k in upstream.aggregate.group_keys if not k.is_window]
     mapping.update({k.value.key: name for k, name in zip(plain, upstream.keys)})
     mapping.update({sql_key(window_column(level, "window_start")): "_ws",
                     sql_key(window_column(level, "window_end")): "_we",
@@ -433,14 +433,15 @@ def _window_columns(stage: Stage) -> tuple[list[Column], dict[str, str]]:
     attributes; and which model expression each column holds (by key)."""
     aggregate = stage.aggregate
     level = _window(aggregate).level
-    mapping = {k.value.key: name for k, name in zip([k for k in aggregate.group_keys if not k.is_window], stage.keys)}
+    plain = [k for k in aggregate.group_keys if not k.is_window]
+    mapping = {k.value.key: name for k, name in zip(plain, stage.keys)}
     mapping.update({slot.aggregate.expr_key: f"a{i}" for i, slot in enumerate(stage.slots)})
     for name in WINDOW_FIELDS:
         mapping[sql_key(window_column(level, name))] = name
     # A legacy *_PROCTIME is written as window_time is (spark_jobs.proctime says why).
     mapping[sql_key(window_column(level, "window_proctime"))] = "window_time"
     start, end = stage.slicer.bounds(F.col("w"))
-    columns = [*[F.col(k) for k in stage.keys],
+    columns = [*[key_read(k.value.expr, name, stage.results) for k, name in zip(plain, stage.keys)],
                *[state.final_value(slot, f"a{i}", stage.assembler is not None) for i, slot in enumerate(stage.slots)],
                start.alias("window_start"), end.alias("window_end"),
                (end - F.expr("INTERVAL 1 MILLISECOND")).alias("window_time")]

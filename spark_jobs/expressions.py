@@ -46,14 +46,19 @@ _INTEGER_TYPES = {bits: kind for kind, bits in INTEGER_BITS.items()}
 _EXACT = set(INTEGER_BITS) | {exp.DType.DECIMAL}
 
 
-def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None) -> str:
+def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None,
+                 state_key: bool = False) -> str:
     """Spark SQL text of ``expr`` with every sub-expression found in ``columns`` (by canonical key)
     replaced by a reference to that DataFrame column. With the ``typing`` of ``expr``'s columns,
-    its arithmetic goes past its type's range as Flink's does."""
-    return translated(expr, columns, typing).sql(dialect="spark")
+    its arithmetic goes past its type's range as Flink's does. A ``state_key`` (a group key as the
+    state keeps it) computes the functions Spark types otherwise than Flink (:func:`_spark_typed`)
+    in Spark's type: the key's type is its state's schema, which deployed checkpoints hold so
+    (:func:`key_read` gives it Flink's type where the query reads it)."""
+    return translated(expr, columns, typing, state_key).sql(dialect="spark")
 
 
-def translated(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None) -> exp.Expr:
+def translated(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None,
+               state_key: bool = False) -> exp.Expr:
     """``expr`` as :func:`to_spark_sql` writes it, before it is written."""
 
     def rewrite(node: exp.Expr) -> exp.Expr:
@@ -67,6 +72,7 @@ def translated(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None
             return exp.cast(node.copy(), _literal_type(node))
         if typing is not None:
             found = _past_range(node, typing, rewritten) or _as_text(node, typing, rewritten) \
+                or (None if state_key else _in_flink_type(node, typing, rewritten)) \
                 or _as_flink_computes(node, typing, rewritten) or flink_call(node, typing, rewritten)
             if found is not None:
                 return found
@@ -79,10 +85,19 @@ def translated(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None
 
 
 def to_column(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None,
-              name: str | None = None) -> SparkColumn:
+              name: str | None = None, state_key: bool = False) -> SparkColumn:
     """:func:`to_spark_sql` as a column, named ``name`` if given (in the same call to the JVM)."""
-    sql = to_spark_sql(expr, columns, typing)
+    sql = to_spark_sql(expr, columns, typing, state_key)
     return F.expr(f"{sql} AS {quoted(name)}" if name is not None else sql)
+
+
+def key_read(expr: exp.Expr, name: str, typing: Typing) -> SparkColumn:
+    """The group key ``expr``, held in the column ``name`` as its state keeps it
+    (:func:`to_spark_sql`'s ``state_key``), in the type the query reads it in: Flink's, where
+    the state keeps Spark's (``FLOOR(score)`` a DOUBLE, kept in a BIGINT)."""
+    if any(_spark_typed(node, typing) for node in expr.walk()):
+        return F.col(name).cast(typing.of(expr).sql(dialect="spark")).alias(name)
+    return F.col(name)
 
 
 def quoted(name: str) -> str:
@@ -237,8 +252,10 @@ def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp
     query (NULL without its ANSI mode); a comparison with a NaN (:func:`_compared_as_java`);
     ``FLOOR(t TO unit)`` and ``CEIL(t TO unit)`` of a time, which Spark's FLOOR does not take;
     ``TRUNCATE`` cuts toward zero to its places in its argument's kind (sqlglot writes Spark a cast
-    to BIGINT); its operands ``translated``. None for any other node. (``REGEXP_EXTRACT``'s group, 0 where none is written, the dialect parses; the
-    functions of Flink's that Spark has not, :mod:`analyzer.functions` writes.)"""
+    to BIGINT); ``TIMESTAMPADD`` of a DATE by whole days is a DATE, where Spark's is a TIMESTAMP;
+    its operands ``translated``. None for any other node. (``REGEXP_EXTRACT``'s group, 0 where none
+    is written, the dialect parses; the functions of Flink's that Spark has not,
+    :mod:`analyzer.functions` writes.)"""
     if isinstance(node, exp.Div) and (_floating(node.this, typing) or _floating(node.expression, typing)):
         left, right = translated(node.this), translated(node.expression)
         # NaN / 0 and 0 / 0 are NaN (Spark orders NaN above every number: asked first); NULL / 0 is NULL.
@@ -260,6 +277,10 @@ def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp
         return exp.If(this=exp.EQ(this=floor.copy(), expression=value.copy()), true=value.copy(),
                       false=exp.Add(this=floor.copy(), expression=exp.Interval(this=exp.Literal.string("1"),
                                                                               unit=exp.var(unit))))
+    if isinstance(node, exp.TimestampAdd) and typing.of(node).is_type(exp.DType.DATE):
+        # Spark's TIMESTAMPADD makes a TIMESTAMP of a DATE by any unit.
+        return exp.cast(exp.TimestampAdd(this=translated(node.this), expression=translated(node.expression),
+                                         unit=node.args["unit"].copy()), exp.DType.DATE)
     if isinstance(node, exp.Trunc):
         kind, written = typing.of(node), node.args.get("decimals")
         value = translated(node.this)
@@ -269,6 +290,48 @@ def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp
                              false=exp.Anonymous(this="floor", expressions=[value, places]))
         return exp.cast(toward_zero, kind)
     return None
+
+
+def _spark_typed(node: exp.Expr, typing: Typing) -> bool:
+    """Whether ``node`` is a function Spark computes in a type of its own where Flink keeps its
+    argument's: ``FLOOR(x)`` and ``CEIL(x)`` of an integer or a floating-point number (a BIGINT
+    on Spark), ``SIGN(x)`` of any number but a DOUBLE (a DOUBLE on Spark)."""
+    if isinstance(node, (exp.Floor, exp.Ceil)):
+        return node.args.get("to") is None and not node.args.get("decimals") \
+            and (typing.integer_bits(node.this) is not None or _floating(node.this, typing))
+    return isinstance(node, exp.Sign) and typing.of(node.this).is_type(*exp.DataType.NUMERIC_TYPES) \
+        and not typing.of(node.this).is_type(exp.DType.DOUBLE)
+
+
+#: The least magnitude from which a DOUBLE, and a FLOAT, has no fraction: its own floor and ceiling.
+_WHOLE_FROM = {exp.DType.DOUBLE: 2 ** 52, exp.DType.FLOAT: 2 ** 23}
+
+
+def _in_flink_type(node: exp.Expr, typing: Typing, translated: Callable[[exp.Expr], exp.Expr]) -> exp.Expr | None:
+    """A function :func:`_spark_typed` names, in its argument's type as Flink's: ``SIGN(x)`` cast
+    to it, ``FLOOR(x)`` or ``CEIL(x)`` of an integer the integer itself, of a DOUBLE or FLOAT Java's
+    ``Math.floor`` or ``Math.ceil`` (Spark's BIGINT makes NaN 0 and an infinity a long's bound; a
+    ceiling between -1 and 0 is -0.0); its operand ``translated``. None for any other node."""
+    if not _spark_typed(node, typing):
+        return None
+    if isinstance(node, exp.Sign):
+        return exp.cast(exp.Sign(this=translated(node.this)), typing.of(node.this))
+    if typing.integer_bits(node.this) is not None:
+        return translated(node.this)
+    kind = exp.DType.FLOAT if typing.of(node.this).is_type(exp.DType.FLOAT) else exp.DType.DOUBLE
+    value = translated(node.this)
+    zero = exp.Literal.number(0)
+    # NaN is above every number on Spark, so neither here nor below it: itself, as an infinity is.
+    may_have_fraction = exp.and_(
+        exp.LT(this=exp.Abs(this=value.copy()), expression=exp.Literal.number(_WHOLE_FROM[kind])),
+        exp.NEQ(this=value.copy(), expression=zero))
+    spark = exp.Anonymous(this="floor" if isinstance(node, exp.Floor) else "ceil", expressions=[value.copy()])
+    ifs = [exp.If(this=may_have_fraction, true=exp.cast(spark, kind))]
+    if isinstance(node, exp.Ceil):
+        below_zero = exp.and_(exp.GT(this=value.copy(), expression=exp.Literal.number(-1)),
+                              exp.LT(this=value.copy(), expression=zero.copy()))
+        ifs.insert(0, exp.If(this=below_zero, true=exp.cast(java_double("-0.0"), kind)))
+    return exp.Case(ifs=ifs, default=exp.cast(value, kind))
 
 
 #: The comparisons of two values, which Java's arithmetic (Flink's) makes of floating-point numbers otherwise than Spark.

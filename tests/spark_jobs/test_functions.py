@@ -43,7 +43,8 @@ CALLS = (
     "EXTRACT(DOW FROM bidtime)", "IFNULL(item, supplier_id)", "IF(item = 'a', 1, 2)", "GREATEST(item, supplier_id)",
     "UUID()", "CURRENT_TIMESTAMP", "SIGN(price)", "POWER(price, 2)", "ROUND(price, 1)", "GREATEST(price, 1, 2)",
     "LEAST(item)", "LN(price)", "LOG(price)", "LOG(2, price)", "LOG10(price)",
-    "FLOOR(price)", "CEIL(CAST(price AS DOUBLE))",
+    "FLOOR(price)", "CEIL(CAST(price AS DOUBLE))", "TIMESTAMPADD(MINUTE, 1, bidtime)",
+    "TIMESTAMPADD(DAY, CHAR_LENGTH(item), CAST(bidtime AS DATE))", "TIMESTAMPADD(HOUR, 1, CAST(bidtime AS DATE))",
 )
 
 
@@ -87,7 +88,7 @@ def test_every_function_spark_has_is_known(spark) -> None:
 
 #: Values whose type the gate derives itself (sqlglot keeps a DECIMAL of any digits over a DOUBLE,
 #: and gives arithmetic its first operand's digits): arithmetic, a value that is one of its
-#: operands, ABS, NULLIF, FLOOR and CEIL, over a DECIMAL(10, 2), an INT, a BIGINT, a DECIMAL(30, 10)
+#: operands, ABS, NULLIF, FLOOR, CEIL and SIGN, over a DECIMAL(10, 2), an INT, a BIGINT, a DECIMAL(30, 10)
 #: and a DOUBLE.
 TYPED = (
     "price * qty", "price / 3", "ROUND(price * qty, 1)", "CASE WHEN qty > 5 THEN price END",
@@ -98,6 +99,7 @@ TYPED = (
     "NULLIF(price, 0)", "NULLIF(qty, price)", "ABS(price * qty)", "ABS(score)", "GREATEST(price, 0)",
     "LEAST(price, wide, qty)", "GREATEST(score, price)", "FLOOR(price)", "CEIL(price * qty)", "FLOOR(wide)",
     "FLOOR(qty)", "CEIL(score)", "FLOOR(CAST(score AS FLOAT))", "CASE WHEN qty > 5 THEN CAST(qty AS FLOAT) ELSE qty END",
+    "SIGN(qty)", "SIGN(price)", "SIGN(score)", "SIGN(big) * 2",
 )
 
 

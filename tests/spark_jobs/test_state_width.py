@@ -135,3 +135,33 @@ def test_a_checkpoint_keyed_window_last_re_seeds_into_a_layout_keyed_window_firs
     seen = {line.split(",")[2] for line in (tmp_path / "bids" / "1.csv").read_text().splitlines()}
     assert len(continued) == len(uninterrupted) == 6 and len(seen) == 3
     assert continued == sorted(row[:-1] + ("NULL",) if row[0] in seen else row for row in uninterrupted)
+
+
+def test_a_key_spark_types_otherwise_than_flink_keeps_sparks_key_and_writes_flinks_value(spark, tmp_path) -> None:
+    """``FLOOR`` of a DOUBLE is a DOUBLE on Flink and a BIGINT on Spark, ``SIGN`` of an INT an INT
+    and a DOUBLE. Grouped by them, the state is keyed as Spark's own aggregation keys it (and as
+    every deployed checkpoint of such a job is: its key is the state's schema), and the query reads
+    the key in Flink's type: its text is Flink's (``12.0``, ``1``)."""
+    source = seed_bids(tmp_path)
+    keys = "FLOOR(CAST(price AS DOUBLE)), SIGN(CAST(price AS INT) - 3)"
+    sql = (bid_ddl(source) + "CREATE TABLE Out (f DOUBLE, s INT, window_start TIMESTAMP(3), f_text STRING, "
+           "s_text STRING, bids BIGINT) WITH ('connector' = 'print');\n"
+           f"INSERT INTO Out SELECT {keys}, window_start, CAST(FLOOR(CAST(price AS DOUBLE)) AS STRING), "
+           "CAST(SIGN(CAST(price AS INT) - 3) AS STRING), COUNT(*)\n"
+           "FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES))\n"
+           f"GROUP BY {keys}, window_start, window_end;")
+    checkpoint = tmp_path / "checkpoint"
+    rows = collect(spark, sql, checkpoint, pipeline="Out")
+    assert rows and all(f_text == f"{float(f):.1f}" and s_text == str(int(s)) and s_text in ("-1", "0", "1")
+                        for f, s, _, f_text, s_text, _ in rows), rows
+    (ours,) = [q for q in checkpoint.iterdir() if (q / "state").is_dir()]
+
+    theirs = tmp_path / "builtin"
+    frame = (spark.readStream.schema(BID_COLUMNS.replace("(3)", "")).csv(str(source))
+             .withWatermark("bidtime", "1 second")
+             .groupBy(F.window("bidtime", "10 minutes"), F.expr("floor(CAST(price AS DOUBLE))"),
+                      F.expr("sign(CAST(price AS INT) - 3)")).agg(F.count(F.lit(1))))
+    frame.writeStream.format("noop").option("checkpointLocation", str(theirs)) \
+        .trigger(availableNow=True).start().awaitTermination()
+    our_key, their_key = state_schema(spark, ours)[0], state_schema(spark, theirs)[0]
+    assert [f.dataType for f in our_key.fields] == [f.dataType for f in their_key.fields], (our_key, their_key)

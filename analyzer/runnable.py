@@ -219,12 +219,8 @@ def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) ->
         raise SQLModelError(f"a {clause.kind.value} on window attributes before GROUP BY is not supported: "
                             f"{clause.value.written}")
     _check_window_fields_read(stage, window)
-    # Spark merges sessions per grouping key. A legacy GROUP BY SESSION(...) means exactly that;
-    # a SESSION TVF merges per PARTITION BY key, so those must be the GROUP BY keys.
-    plain_keys = [k.value.key for k in stage.group_keys if not k.is_window]
-    if isinstance(window.shape, Session) and window.operator is WindowOperator.TVF \
-            and [k.key for k in window.partition_keys] != plain_keys:
-        raise SQLModelError("SESSION PARTITION BY keys must be the GROUP BY keys, in the same order")
+    if isinstance(window.shape, Session) and window.operator is WindowOperator.TVF:
+        _check_session_keys(stage, window)
     for aggregate in stage.aggregates:
         _check_aggregate(model, aggregate)
         if isinstance(stage.source, WindowAggregate) and AGGREGATES[aggregate.function].result.ordered:
@@ -236,6 +232,29 @@ def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) ->
     if upstream is not None and isinstance(upstream.shape, SharedKind):
         raise SQLModelError(f"a window over the results of a {upstream.kind} window is not supported on Spark "
                             "(its windows are assembled per micro-batch)")
+
+
+def _check_session_keys(stage: WindowAggregate, window: Window) -> None:
+    """Spark merges sessions per grouping key. A legacy GROUP BY SESSION(...) means exactly that; a
+    SESSION TVF merges per PARTITION BY key, so those must be the GROUP BY keys, of every grouping
+    set too. Flink's planner asks the same of a window aggregation, and runs one grouped otherwise
+    as an aggregation that updates its rows, over a window of its own for every row."""
+    partition = [k.key for k in window.partition_keys]
+    plain = [k.value.key for k in stage.group_keys if not k.is_window]
+    if stage.grouping_sets is None:
+        if plain != partition:
+            raise SQLModelError("SESSION PARTITION BY keys must be the GROUP BY keys, in the same order")
+        return
+    in_sets = {key.key for grouping in stage.grouping_sets for key in grouping}
+    around = [key for key in plain if key not in in_sets]  # the GROUP BY keys beside the sets
+    for grouping in stage.grouping_sets:
+        if around + [key.key for key in grouping] != partition:
+            written = "(" + ", ".join(key.written for key in grouping) + ")"
+            raise SQLModelError(f"SESSION PARTITION BY keys must be the GROUP BY keys of every grouping set, in the "
+                                f"same order, and grouping set {written} has others (Flink runs such an "
+                                "aggregation as one that updates its rows, over a window for every row): "
+                                "aggregate each grouping set in a query of its own, over a SESSION partitioned "
+                                "by its keys")
 
 
 def _check_window_fields_read(stage: WindowAggregate, window: Window) -> None:

@@ -216,6 +216,12 @@ FAMILIES = {
                          "VARIANCE(price / 4)", "STDDEV_SAMP(DISTINCT price * qty)", "VAR_POP(price - 0.5)",
                          "STDDEV_POP(ROUND(price, 1))", "VAR_SAMP(TRUNCATE(price * qty, 1))"),
                         "double", ("qty", "score")),
+    # DISTINCT sums and spreads of decimals of a large scale (``price / 3`` is a DECIMAL(21, 13)):
+    # each addition of a set's values keeps the whole scale.
+    "distinct_scales": (("STDDEV_SAMP(DISTINCT {c} / 3)", "VAR_POP(DISTINCT {c} / 7) FILTER (WHERE qty > 40)",
+                         "SUM(DISTINCT {c} / 9)", "VARIANCE(DISTINCT {c} / 3)",
+                         "STDDEV_POP(DISTINCT CAST({c} AS DECIMAL(20, 12)))"),
+                        "double", ("price",)),
     # DISTINCT, over every window kind Flink runs it on. Flink orders a DISTINCT list by its own
     # hash table, stategate by each value's first arrival (analyzer.aggregates.Distinct): the
     # family's lists are held to the same values (``sets``).

@@ -708,9 +708,8 @@ def _final(slot: Slot, assembled: bool) -> str:
         value_type = _value_type(slot)
         values = f"CAST({quoted(f'dv{slot.index}')} AS {T.ArrayType(value_type).simpleString()})"
         integers = isinstance(slot.input_type, T.IntegralType)
-        summed = (_EXACT_INTEGER if integers else value_type).simpleString()  # integers exactly: _long_sum cuts them
-        total = f"aggregate({values}, CAST(NULL AS {summed}), (acc, x) -> CAST(coalesce(acc + CAST(x AS {summed}), " \
-                f"CAST(x AS {summed})) AS {summed}))"
+        summed = _EXACT_INTEGER if integers else value_type  # integers exactly: _long_sum cuts them
+        total = _total(values, summed, _scale(slot))
         if result is Result.SUM:
             return _cast(total, slot)
         if result is Result.MEAN:
@@ -810,21 +809,32 @@ def _spread_state(slot: Slot) -> tuple[str, str, str]:
     if not slot.keeps_set:
         count, total, squares = fields_of(slot)
         return quoted(count), quoted(total), quoted(squares)
-    value_type, square_type = "double", "double"
+    scale = _scale(slot)
+    value_type: T.DataType = T.DoubleType()
+    square_type: T.DataType = T.DoubleType()
     squared = "x * x"
     if slot.family is not Family.FLOATING:
-        scale = _scale(slot)
-        value_type, square_type = f"decimal(38,{scale})", f"decimal(38,{2 * scale})"
+        value_type, square_type = T.DecimalType(MAX_DIGITS, scale), T.DecimalType(MAX_DIGITS, 2 * scale)
         squared = _exact_square("x", scale)
-    values = f"CAST({quoted(f'dv{slot.index}')} AS array<{value_type}>)"
+    values = f"CAST({quoted(f'dv{slot.index}')} AS {T.ArrayType(value_type).simpleString()})"
+    # No value: every result is NULL, as the fields of an empty slot are.
+    return (f"CAST(size({values}) AS BIGINT)", _total(values, value_type, scale),
+            _total(f"transform({values}, x -> {squared})", square_type, 2 * scale))
 
-    def summed(terms: str, sql_type: str) -> str:
-        return f"aggregate({terms}, CAST(0 AS {sql_type}), (acc, x) -> CAST(acc + x AS {sql_type}))"
 
-    size = f"CAST(size({values}) AS BIGINT)"
-    present = f"{size} > 0"  # no value: every result is NULL, as the fields of an empty slot are
-    return (size, f"CASE WHEN {present} THEN {summed(values, value_type)} END",
-            f"CASE WHEN {present} THEN {summed(f'transform({values}, x -> {squared})', square_type)} END")
+def _total(values: str, total_type: T.DataType, scale: int) -> str:
+    """The sum of a list of numbers (as SQL) in ``total_type``, NULL for an empty list. Decimals of
+    ``scale`` are summed exactly, as Spark's own SUM keeps them: each addition takes two
+    ``decimal(37, scale)`` operands, which Spark adds into a ``decimal(38, scale)``; two of 38
+    digits it adds into 39 and rounds back to 38 at the cost of the scale's last digit (the sum of
+    a STDDEV_SAMP(DISTINCT price / 3), of a ``decimal(21, 13)``, lost its 13th)."""
+    added = "acc + x"
+    if isinstance(total_type, T.DecimalType):
+        operand = T.DecimalType(MAX_DIGITS - 1, scale).simpleString()
+        added = f"CAST(acc AS {operand}) + CAST(x AS {operand})"
+    sql_type = total_type.simpleString()
+    return f"CASE WHEN size({values}) > 0 THEN aggregate({values}, CAST(0 AS {sql_type}), " \
+           f"(acc, x) -> CAST({added} AS {sql_type})) END"
 
 
 def _spread(slot: Slot, count: str, total: str, squares: str) -> str:

@@ -118,6 +118,14 @@ REFUSED = [
      "the engine runs TO_TIMESTAMP_LTZ of an integer epoch"),
     ("SELECT window_start, supplier_id, SUM(price) FROM TABLE(SESSION(TABLE Bid, DESCRIPTOR(bidtime), "
      "INTERVAL '2' MINUTES)) GROUP BY window_start, window_end, supplier_id", "PARTITION BY keys must be the GROUP BY"),
+    # Flink 2.3 runs these as updating aggregations over a window for every row: none merges sessions.
+    *((f"SELECT window_start, supplier_id, SUM(price) FROM TABLE(SESSION(TABLE Bid PARTITION BY supplier_id, "
+       f"DESCRIPTOR(bidtime), INTERVAL '2' MINUTES)) GROUP BY window_start, window_end, {sets}",
+       "grouping set () has others") for sets in ("GROUPING SETS ((supplier_id), ())", "ROLLUP (supplier_id)",
+                                                   "CUBE (supplier_id)")),
+    ("SELECT window_start, supplier_id, item, SUM(price) FROM TABLE(SESSION(TABLE Bid PARTITION BY supplier_id, "
+     "DESCRIPTOR(bidtime), INTERVAL '2' MINUTES)) GROUP BY window_start, window_end, GROUPING SETS ((supplier_id), "
+     "(supplier_id, item))", "grouping set (supplier_id, item) has others"),
     ("SELECT window_start, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(item), INTERVAL '10' MINUTES)) "
      "GROUP BY window_start, window_end", "must be the rowtime column bidtime of Bid or a processing-time"),
     (f"SELECT window_start, SUM(price) FROM (SELECT * FROM {WINDOW}, LATERAL TABLE(split(item)) AS T(x)) "

@@ -287,6 +287,7 @@ def _table(node: exp.Create, line: int) -> Table:
     watermark = None
     delay = None
     raw = {e.name: e for e in schema.expressions if isinstance(e, exp.ColumnDef)}
+    primary = {key.name for e in schema.expressions if isinstance(e, exp.PrimaryKey) for key in e.expressions}
     for element in schema.expressions:
         if isinstance(element, exp.ColumnDef):
             computed = next(
@@ -300,7 +301,10 @@ def _table(node: exp.Create, line: int) -> Table:
             if computed is not None:
                 resolved = Resolved.of(computed.copy().transform(lambda n: _own_column(n, name, raw)), computed)
             kind = element.args.get("kind")
-            columns.append(Column(element.name, kind.sql(dialect=Flink) if kind else None, resolved))
+            not_null = element.name in primary or any(
+                isinstance(c.args.get("kind"), exp.NotNullColumnConstraint) and not c.args["kind"].args.get("allow_null")
+                for c in element.args.get("constraints") or [])
+            columns.append(Column(element.name, kind.sql(dialect=Flink) if kind else None, resolved, not_null))
         elif isinstance(element, exp.WatermarkColumnConstraint):
             if rowtime is not None:
                 raise SQLModelError(f"table {name} declares a second WATERMARK (on {element.this.name}): "

@@ -124,6 +124,9 @@ class Column:
     name: str
     type: str | None
     computed: Resolved | None = None
+    #: Declared ``NOT NULL``, or in the ``PRIMARY KEY``, which Flink makes NOT NULL
+    #: (:mod:`analyzer.nullability`). Not part of the table's comparison: Flink's state does not keep it.
+    not_null: bool = field(default=False, compare=False)
 
 
 #: The connectors a table may name (``'connector' = ...``) that the engine runs.

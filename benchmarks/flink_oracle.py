@@ -216,6 +216,19 @@ FAMILIES = {
                          "VARIANCE(price / 4)", "STDDEV_SAMP(DISTINCT price * qty)", "VAR_POP(price - 0.5)",
                          "STDDEV_POP(ROUND(price, 1))", "VAR_SAMP(TRUNCATE(price * qty, 1))"),
                         "double", ("qty", "score")),
+    # LISTAGG of a NOT NULL argument, which Flink types NOT NULL: '' where the FILTER dropped every
+    # row of a window; of a nullable one (a column, SUBSTRING, a CASE without ELSE), NULL there.
+    "not_null_lists": (("LISTAGG(COALESCE(supplier_id, 'none')) FILTER (WHERE {c} > 90)",
+                        "LISTAGG('x', ';') FILTER (WHERE {c} > 90)",
+                        "LISTAGG(UPPER(COALESCE(supplier_id, 'n'))) FILTER (WHERE {c} > 90)",
+                        "LISTAGG(CAST(COALESCE({c}, 0) * 2 AS STRING)) FILTER (WHERE {c} > 90)",
+                        "LISTAGG(CASE WHEN {c} > 95 THEN 'hi' ELSE 'lo' END) FILTER (WHERE {c} > 90)",
+                        "LISTAGG(IF({c} IS NULL, 'none', 'some')) FILTER (WHERE {c} > 90)",
+                        "LISTAGG(CAST({c} AS STRING)) FILTER (WHERE {c} > 90)",
+                        "LISTAGG(SUBSTRING(COALESCE(supplier_id, 'x'), 1)) FILTER (WHERE {c} > 90)",
+                        "LISTAGG(CASE WHEN {c} > 95 THEN 'hi' END) FILTER (WHERE {c} > 90)",
+                        "LISTAGG(DISTINCT COALESCE(supplier_id, 'none'), '|') FILTER (WHERE {c} > 90)"),
+                       "exact", ("qty",)),
     # DISTINCT sums and spreads of decimals of a large scale (``price / 3`` is a DECIMAL(21, 13)):
     # each addition of a set's values keeps the whole scale.
     "distinct_scales": (("STDDEV_SAMP(DISTINCT {c} / 3)", "VAR_POP(DISTINCT {c} / 7) FILTER (WHERE qty > 40)",

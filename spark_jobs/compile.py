@@ -38,6 +38,7 @@ from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, Int
                                       Pipeline, Resolved, Table, TimeKind, TopN, Window, WindowAggregate, WindowJoin,
                                       branch_column, sql_key)
 from stategate.analyzer.runnable import check_pipeline, declared, sink_types
+from stategate.analyzer.nullability import never_null
 from stategate.analyzer.scope import source_column, time_attribute, window_column, window_field_of
 from stategate.analyzer.families import Family
 from stategate.analyzer.value_types import Typing
@@ -213,7 +214,9 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     else:
         columns.append(F.expr(f"0 AS {state.GROUPING_SET}"))
     keyed = projected = rows.select(*columns)
-    slots = [replace(_slot(agg, layout, value, flt, projected), key=key) for agg, value, flt, key in inputs]
+    slots = [replace(_slot(agg, layout, value, flt, projected), key=key,
+                     never_null=bool(agg.args) and never_null(agg.args[0].expr, model.tables))
+             for agg, value, flt, key in inputs]
     if sets is not None:
         keyed = state.explode_grouping_sets(projected, keys, sets, [c for c in projected.columns if c not in keys])
     slicer = slicer_for(_window(aggregate))

@@ -133,6 +133,7 @@ class Slot:
     key: str | None = None  # input column holding its key, for an aggregate keeping values by key
     counts_rows: bool = False  # a COUNT(*) whose count is the row count (``StageLayout.counted``)
     ordered_arrivals: bool = True  # its layout's ``StageLayout.ordered_arrivals``
+    never_null: bool = False  # its argument is NOT NULL as Flink types it (``analyzer.nullability``)
 
     @property
     def function(self) -> str:
@@ -738,7 +739,8 @@ def _arrived(slot: Slot, assembled: bool) -> str:
     """FIRST_VALUE and LAST_VALUE of text: the value kept with the earliest or latest arrival, in
     its own type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given);
     ARRAY_AGG: the values in arrival order, in their own type; JSON_ARRAYAGG: those as a JSON array.
-    NULL where there is none (JSON_ARRAYAGG: ``[]``), as Flink gives them. With DISTINCT, each value
+    NULL where there is none (JSON_ARRAYAGG: ``[]``; LISTAGG of a NOT NULL argument: ``''``), as Flink
+    gives them. With DISTINCT, each value
     once, where it first arrived (``analyzer.aggregates.Distinct``): LAST_VALUE's is the value
     whose first arrival is the latest, from the list of every value it keeps then."""
     [(name, fill)] = slot_fields(slot)
@@ -756,7 +758,9 @@ def _arrived(slot: Slot, assembled: bool) -> str:
     if slot.result is Result.JSON_ARRAY:  # NULLs absent (Flink's ABSENT ON NULL), [] where none
         return f"to_json({_as(f'coalesce({values}, CAST(array() AS array<string>))', as_typed)})"
     separator = slot.aggregate.args[1].expr.name if len(slot.aggregate.args) > 1 else ","
-    return f"CASE WHEN size({values}) > 0 THEN array_join({values}, {_text(separator)}) END"
+    joined = f"CASE WHEN size({values}) > 0 THEN array_join({values}, {_text(separator)}) END"
+    # Flink types the LISTAGG of a NOT NULL argument NOT NULL, and writes '' where no value came.
+    return f"coalesce({joined}, '')" if slot.never_null else joined
 
 
 def _multiset(slot: Slot) -> str:

@@ -740,9 +740,9 @@ def _arrived(slot: Slot, assembled: bool) -> str:
     its own type; LISTAGG: the values in arrival order joined by its separator (``,`` unless given);
     ARRAY_AGG: the values in arrival order, in their own type; JSON_ARRAYAGG: those as a JSON array.
     NULL where there is none (JSON_ARRAYAGG: ``[]``; LISTAGG of a NOT NULL argument: ``''``), as Flink
-    gives them. With DISTINCT, each value
-    once, where it first arrived (``analyzer.aggregates.Distinct``): LAST_VALUE's is the value
-    whose first arrival is the latest, from the list of every value it keeps then."""
+    gives them. With DISTINCT, each value once, where it first arrived
+    (``analyzer.aggregates.Distinct``): LAST_VALUE's is the value whose first arrival is the latest,
+    from the list of every value it keeps then."""
     [(name, fill)] = slot_fields(slot)
     kept = quoted(name)
     if fill is not Fill.ALL_BY_ARRIVAL:  # FIRST_VALUE, LAST_VALUE: one value kept

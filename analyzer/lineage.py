@@ -19,6 +19,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterator, Mapping, TypeGuard
 
 from sqlglot import exp
+from sqlglot.optimizer.simplify import simplify
 
 from stategate.analyzer.dialect import (
     Descriptor,
@@ -410,25 +411,39 @@ class _SelectResolver:
 
     # --- Top-N
     def _topn(self, scope: Scope, base: Relation, predicate: exp.Expr) -> Relation:
+        """A WHERE over a ROW_NUMBER(): the rank range it keeps, as Flink's planner reads it, and
+        the conditions beside it, which Flink applies to the ranked rows."""
         rank = base.rank
         assert rank is not None
-        limit = None
+        first, last = 1, None
         unsupported = list(base.unsupported)
+        filters = []
         for conjunct in conjuncts(predicate):
-            n = _rank_limit(conjunct, rank.column)
-            if n is None:
+            if not any(c.name == rank.column for c in conjunct.find_all(exp.Column)):
+                filters.append(Resolved.of(scope.resolve(conjunct), conjunct))
+                continue
+            bounds = _rank_bounds(conjunct, rank.column)
+            if bounds is None:
                 unsupported.append(f"filter beside the Top-N rank: {conjunct.sql(dialect='flink')}")
-            else:
-                limit = n if limit is None else min(limit, n)
-        if limit is None:
+                continue
+            for low, high in bounds:
+                if low is not None:
+                    first = max(first, low)
+                if high is not None:
+                    last = high if last is None else min(last, high)
+        if last is None:
             raise SQLModelError(
                 f"ROW_NUMBER() column {rank.column!r} is filtered without an upper bound; "
                 "expected WHERE rk <= N or rk < N", clause=predicate.sql(dialect="flink"),
             )
+        if last < first:
+            raise SQLModelError(f"ROW_NUMBER() column {rank.column!r} is filtered to no rank (ranks {first} to "
+                                f"{last}): a Top-N keeps ranks 1 to N (rk <= N) or M to N (rk BETWEEN M AND N)",
+                                clause=predicate.sql(dialect="flink"))
         rows = None
         if base.aggregate is None and base.window is not None and isinstance(base.source, str):
             rows = RankedRows(base.window, base.source, base.outputs, base.filters, base.between)
-        topn = TopN(rank.partition_keys, rank.order_keys, limit, rank.column, rank.written, rows)
+        topn = TopN(rank.partition_keys, rank.order_keys, last, rank.column, rank.written, rows, first, tuple(filters))
         ranked = replace(base, topn=topn, rank=None, unsupported=tuple(unsupported),
                          columns={**base.columns, rank.column: exp.column(rank.column, table=RANK_MARKER)})
         if self._is_aggregation():
@@ -711,23 +726,40 @@ def _role(resolved: exp.Expr, key_texts: set[str] | None = None) -> Role:
 
 
 
-def _rank_limit(conjunct: exp.Expr, rank_column: str) -> int | None:
-    """N of ``rk <= N``; ``rk < N`` is ``rk <= N - 1`` and ``rk = 1`` is ``rk <= 1``. Only a whole
-    number bounds a rank: ``rk <= 'abc'`` or ``rk < 2.5`` is no Top-N bound."""
-    ops = {exp.LTE: 0, exp.LT: -1, exp.EQ: 0}
-    for op, delta in ops.items():
-        if isinstance(conjunct, op):
-            left, right = conjunct.this, conjunct.expression
-            if isinstance(left, exp.Column) and left.name == rank_column and _is_whole(right):
-                if op is exp.EQ and right.to_py() != 1:
-                    return None
-                return int(right.to_py()) + delta
-    if isinstance(conjunct, exp.Between) and isinstance(conjunct.this, exp.Column) \
-            and conjunct.this.name == rank_column:
-        low, high = conjunct.args.get("low"), conjunct.args.get("high")
-        if _is_whole(low) and low.to_py() == 1 and _is_whole(high):
-            return int(high.to_py())
-    return None
+def _rank_bounds(conjunct: exp.Expr, rank_column: str) -> list[tuple[int | None, int | None]] | None:
+    """The ranks a condition on the rank column keeps, as (lowest, highest) pairs (None where it
+    sets no bound), as Flink's planner reads it: ``rk <= N``, ``rk < N``, ``rk = N``, ``rk >= M``,
+    ``rk > M`` with either side first, ``rk BETWEEN M AND N``, ``NOT rk > N``, and a bound written
+    as arithmetic of whole numbers or a cast of one to an integer type. None for any other
+    condition on it (``rk <> 2``, ``rk IN (1, 2)``, ``rk <= other_column``, a fraction)."""
+    bounds: list[tuple[int | None, int | None]] = []
+    for part in conjuncts(simplify(conjunct.copy(), dialect="flink")):
+        column, value = part.this, part.expression if isinstance(part, exp.Binary) else None
+        if not isinstance(column, exp.Column) or column.name != rank_column or type(part) not in _RANK_RANGES:
+            return None
+        n = _whole_number(value)
+        if n is None:
+            return None
+        bounds.append(_RANK_RANGES[type(part)](n))
+    return bounds
+
+
+#: The ranks ``rk <op> N`` keeps, as (lowest, highest), None where the comparison sets no bound.
+_RANK_RANGES: dict[type[exp.Expr], Callable[[int], tuple[int | None, int | None]]] = {
+    exp.LTE: lambda n: (None, n), exp.LT: lambda n: (None, n - 1), exp.EQ: lambda n: (n, n),
+    exp.GTE: lambda n: (n, None), exp.GT: lambda n: (n + 1, None),
+}
+
+
+def _whole_number(node: exp.Expr | None) -> int | None:
+    """A whole number written as one (``3``, ``-1``), or cast to an integer type (``CAST(3 AS
+    BIGINT)``); sqlglot's simplifier has folded any arithmetic of them already."""
+    if isinstance(node, exp.Cast) and node.to.is_type(*exp.DataType.INTEGER_TYPES):
+        node = node.this
+    if isinstance(node, exp.Neg):
+        n = _whole_number(node.this)
+        return None if n is None else -n
+    return int(node.to_py()) if _is_whole(node) else None
 
 
 def _is_whole(node: exp.Expr | None) -> TypeGuard[exp.Literal]:

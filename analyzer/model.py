@@ -278,12 +278,24 @@ class RankedRows:
 
 @dataclass(frozen=True)
 class TopN:
+    """A window Top-N: the ranks ``first`` to ``limit`` of each partition (Flink's constant rank
+    range: ``rk <= N`` keeps 1 to N, ``rk BETWEEN 2 AND 3`` or ``rk = 2`` a range of their own), and
+    the ``filters`` its WHERE puts beside the rank, which Flink applies to the ranked rows."""
+
     partition_keys: tuple[Resolved, ...]
     order_keys: tuple[OrderKey, ...]
     limit: int
     rank_column: str
     written: str = field(compare=False, default="")
     rows: RankedRows | None = None  # set when it ranks a window TVF's rows directly
+    first: int = 1
+    filters: tuple[Resolved, ...] = ()
+
+    def describe(self) -> str:
+        """The ranks kept, as a rank filter would say it: ``rk <= 3``, ``rk BETWEEN 2 AND 3``."""
+        if self.first == 1:
+            return f"{self.rank_column} <= {self.limit}"
+        return f"{self.rank_column} BETWEEN {self.first} AND {self.limit}"
 
 
 @dataclass(frozen=True)

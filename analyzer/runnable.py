@@ -151,13 +151,13 @@ def _check_expressions(model: JobModel, pipeline: Pipeline) -> None:
 def _expressions(model: JobModel, pipeline: Pipeline) -> list[exp.Expr]:
     """Every expression of ``pipeline`` the engine computes: its outputs, its stages' keys,
     aggregates' arguments and filters, the rows' filters, the computed event time of a table it
-    reads, its Top-N's keys and its join's conditions."""
+    reads, its Top-N's keys and the filters beside its rank, and its join's conditions."""
     resolved: list[Resolved | None] = [o.value for o in pipeline.outputs]
     for stage in pipeline.stages():
         resolved += [*(a for agg in stage.aggregates for a in agg.args), *(agg.filter for agg in stage.aggregates),
                      *(k.value for k in stage.group_keys if not k.is_window), *stage.filters]
     if pipeline.topn is not None:
-        resolved += [*pipeline.topn.partition_keys, *(k.value for k in pipeline.topn.order_keys)]
+        resolved += [*pipeline.topn.partition_keys, *(k.value for k in pipeline.topn.order_keys), *pipeline.topn.filters]
     join = pipeline.join
     if isinstance(join, IntervalJoin):
         resolved += [join.condition, *join.stream.filters, *(c.value for c in join.stream.columns)]

@@ -29,6 +29,7 @@ def state_signature(model: JobModel, layout: JobLayout) -> dict:
                 "partition_by": [k.key for k in pipeline.topn.partition_keys],
                 "order_by": [k.describe() for k in pipeline.topn.order_keys],
                 "n": pipeline.topn.limit,
+                "first": pipeline.topn.first,
             },
         }
     return {"layout": LAYOUT, "pipelines": pipelines}

@@ -335,6 +335,58 @@ SHAPES = {
                                     f"SUM(c) AS a1\nFROM PerSupplier_{kind}\nGROUP BY window_start, window_end"
            for kind in ("cumulate", "session")},
     }, "exact"),
+    # Cascades whose outer window is a SESSION over the windows' ``window_time`` (its start and end
+    # are those times: the window's last millisecond), and outer calls that the windows they read
+    # computed too, under the same key: a COUNT(*) over windows that kept a COUNT(*), a MIN of the
+    # group key over windows that kept that MIN, alone, with a FILTER reading the inner one, in a
+    # cascade and over whole windows.
+    "cascades": ({
+        "tumble_session": "CREATE TEMPORARY VIEW Counted AS\nSELECT supplier_id, window_time, COUNT(*) AS c, SUM(qty) AS s, "
+                          f"MIN(supplier_id) AS ms\nFROM TABLE({WINDOWS['tumble']})\n"
+                          "GROUP BY supplier_id, window_start, window_end, window_time;\n"
+                          "SELECT supplier_id, window_start, window_end, COUNT(*) AS a0, COUNT(*) FILTER (WHERE c > 30) AS a1, "
+                          "SUM(c) AS a2, MIN(supplier_id) AS a3, MAX(s) AS a4, CAST(window_end AS STRING) AS a5\n"
+                          "FROM TABLE(SESSION(TABLE Counted PARTITION BY supplier_id, DESCRIPTOR(window_time), "
+                          "INTERVAL '10' MINUTES))\nGROUP BY supplier_id, window_start, window_end",
+        "session_session": "CREATE TEMPORARY VIEW Sessions AS\nSELECT supplier_id, window_time, COUNT(*) AS c\n"
+                           f"FROM TABLE({WINDOWS['session']})\nGROUP BY supplier_id, window_start, window_end, window_time;\n"
+                           "SELECT supplier_id, window_start, window_end, COUNT(*) AS a0, SUM(c) AS a1, MAX(c) AS a2\n"
+                           "FROM TABLE(SESSION(TABLE Sessions PARTITION BY supplier_id, DESCRIPTOR(window_time), "
+                           "INTERVAL '4' MINUTES))\nGROUP BY supplier_id, window_start, window_end",
+        "session_cumulate": "CREATE TEMPORARY VIEW Sessions2 AS\nSELECT supplier_id, window_time, COUNT(*) AS c\n"
+                            f"FROM TABLE({WINDOWS['session']})\nGROUP BY supplier_id, window_start, window_end, window_time;\n"
+                            "SELECT supplier_id, window_start, window_end, COUNT(*) AS a0, COUNT(*) FILTER (WHERE c > 1) AS a1\n"
+                            "FROM TABLE(CUMULATE(TABLE Sessions2, DESCRIPTOR(window_time), INTERVAL '10' MINUTES, "
+                            "INTERVAL '30' MINUTES))\nGROUP BY supplier_id, window_start, window_end",
+        "whole_windows": "CREATE TEMPORARY VIEW CountedHop AS\nSELECT supplier_id, window_start, window_end, COUNT(*) AS c, "
+                         f"MIN(supplier_id) AS ms, MAX(qty) AS m\nFROM TABLE({WINDOWS['hop']})\n"
+                         "GROUP BY supplier_id, window_start, window_end;\n"
+                         "SELECT MIN(supplier_id) AS first, window_start, window_end, COUNT(*) AS a0, "
+                         "COUNT(*) FILTER (WHERE c > 5) AS a1, SUM(c) AS a2, MAX(m) AS a3, MAX(ms) AS a4\n"
+                         "FROM CountedHop\nGROUP BY window_start, window_end",
+    }, "exact"),
+    # Window Top-N filters as Flink's planner reads them: a rank range that starts past 1 (``BETWEEN``,
+    # ``=``, a lower bound), the literal first, NOT, arithmetic, and conditions beside the rank,
+    # which Flink applies to the ranked rows (on an aggregate's result, on a window attribute).
+    "rank_ranges": ({
+        kind: "SELECT supplier_id, window_start, window_end, v, w, rownum FROM (\n  SELECT *, ROW_NUMBER() OVER ("
+              f"PARTITION BY window_start, window_end ORDER BY {order}) AS rownum FROM (\n"
+              "    SELECT supplier_id, window_start, window_end, SUM(qty) AS v, MAX(price) AS w\n"
+              f"    FROM TABLE({WINDOWS[kind]})\n    GROUP BY supplier_id, window_start, window_end))\n"
+              f"WHERE {where}"
+        for kind, order, where in (
+            ("tumble", "v DESC, supplier_id", "rownum BETWEEN 2 AND 3"),
+            ("hop", "w DESC, supplier_id DESC", "2 = rownum AND v > 100"),
+            ("cumulate", "v, supplier_id", "NOT rownum > 2 AND window_start >= TIMESTAMP '2020-04-15 08:30:00'"),
+            ("session", "v DESC, supplier_id", "rownum >= 1 AND rownum < 1 + 2 AND w IS NOT NULL"),
+        )
+    } | {
+        "tumble_lower": "SELECT supplier_id, window_start, window_end, v FROM (\n  SELECT *, ROW_NUMBER() OVER ("
+                        "PARTITION BY window_start, window_end ORDER BY v DESC NULLS FIRST, supplier_id) AS rownum FROM (\n"
+                        "    SELECT supplier_id, window_start, window_end, MAX(qty) FILTER (WHERE qty > 90) AS v\n"
+                        f"    FROM TABLE({WINDOWS['tumble']})\n    GROUP BY supplier_id, window_start, window_end))\n"
+                        "WHERE rownum > 1 AND 4 >= rownum",
+    }, "exact"),
     # Legacy group windows (``GROUP BY HOP(...)``), which Flink runs with an operator of their own:
     # a HOP's LISTAGG lists its panes from the first on, where a window TVF's HOP lists its slices
     # from the latest back; a LISTAGG's result (a STRING) read by a cascaded window; window

@@ -50,7 +50,7 @@ from stategate.spark_jobs.expressions import key_read, quoted, results_typing, t
 from stategate.spark_jobs.joins import Branch, interval_finalizer, join_finalizer, joined_stream
 from stategate.spark_jobs.proctime import PROCTIME, is_record, with_processing_time
 from stategate.spark_jobs.reseed import read_carried
-from stategate.spark_jobs.slicing import SharedSlices, WindowSlicer, slicer_for
+from stategate.spark_jobs.slicing import WINDOW_TIME_LATE_US, SharedSlices, WindowSlicer, slicer_for
 from stategate.spark_jobs.state import Slot
 from stategate.spark_jobs.takeover import source_filter
 
@@ -180,10 +180,11 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
         assert upstream.assembler is None, "check_pipeline refuses a window over assembled windows"
         rows, mapping = _cascade_input(upstream, layouts[1])
         typed, time = upstream.results, "ts"
+        late_us = upstream.slicer.late_us + WINDOW_TIME_LATE_US
     else:
         rows, mapping, time = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window,
                                             cutover, source, arrival=ordered)
-        typed = Typing(model)
+        typed, late_us = Typing(model), 0
     plain_keys = [k for k in aggregate.group_keys if not k.is_window]
     keys = [KEY.format(i) for i in range(len(plain_keys))]
     # One projection of the input (each DataFrame step is analysed as it is built: about 20 ms).
@@ -219,7 +220,7 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
              for agg, value, flt, key in inputs]
     if sets is not None:
         keyed = state.explode_grouping_sets(projected, keys, sets, [c for c in projected.columns if c not in keys])
-    slicer = slicer_for(_window(aggregate))
+    slicer = slicer_for(_window(aggregate), late_us)
     sliced = slicer.slice(F.col("ts"))
     if layout.seeded:  # the input rows' contributions, and the state carried from the old checkpoint
         keyed = keyed.select(*keys, state.GROUPING_SET, "ts", *state.contributions(layout, slots))
@@ -447,8 +448,14 @@ def _window_columns(stage: Stage) -> tuple[list[Column], dict[str, str]]:
     columns = [*[key_read(k.value.expr, name, stage.results) for k, name in zip(plain, stage.keys)],
                *[state.final_value(slot, f"a{i}", stage.assembler is not None) for i, slot in enumerate(stage.slots)],
                start.alias("window_start"), end.alias("window_end"),
-               (end - F.expr("INTERVAL 1 MILLISECOND")).alias("window_time")]
+               _window_time(end).alias("window_time")]
     return columns, mapping
+
+
+def _window_time(end: Column) -> Column:
+    """Flink's ``window_time`` of a window ending at ``end``: its last millisecond, as a rowtime is a
+    TIMESTAMP(3) (Spark's ``window_time()``, which a cascade reads, is its last microsecond)."""
+    return end - F.expr("INTERVAL 1 MILLISECOND")
 
 
 def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
@@ -470,7 +477,10 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
         order = [_ordered(to_column(k.value.expr, mapping, stage.results), k) for k in topn.order_keys]
         spec = SparkWindow.partitionBy(*[to_column(k.expr, mapping, stage.results) for k in topn.partition_keys]) \
             .orderBy(*order)
-        top = F.row_number().over(spec), F.col("_rank") <= topn.limit
+        kept = F.col("_rank").between(topn.first, topn.limit)
+        for condition in topn.filters:  # Flink's Calc over the ranked rows
+            kept = kept & to_column(condition.expr, mapping, stage.results)
+        top = F.row_number().over(spec), kept
 
     new_windows = F.col("window_end") > F.timestamp_millis(F.lit(after_ms)) if after_ms is not None else None
 

@@ -44,6 +44,10 @@ _WRAPPING: Mapping[type[exp.Expr], str] = {exp.Add: "try_add", exp.Sub: "try_sub
 _INTEGER_TYPES = {bits: kind for kind, bits in INTEGER_BITS.items()}
 #: The exact types, whose SUM and AVG Spark's own aggregate functions type otherwise than Flink.
 _EXACT = set(INTEGER_BITS) | {exp.DType.DECIMAL}
+#: Marks (in a node's ``meta``) the call of an aggregation over the windows of another: it is
+#: computed here, whatever the windows it reads computed under the same key (an outer ``COUNT(*)``
+#: over windows that kept a ``COUNT(*)``); only its argument and FILTER read their columns.
+_OWN_CALL = "stategate.own_call"
 
 
 def to_spark_sql(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None = None,
@@ -63,7 +67,7 @@ def translated(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None
 
     def rewrite(node: exp.Expr) -> exp.Expr:
         key = sql_key(node)
-        if key in columns:
+        if key in columns and not node.meta.get(_OWN_CALL):
             return exp.column(columns[key], quoted=True)
         if isinstance(node, exp.Column):
             raise SQLModelError(f"{node.sql(dialect='flink')} is not available at this point of the query",
@@ -112,7 +116,11 @@ def whole_windows_aggregate(aggregate: Aggregate, columns: Mapping[str, str], ty
     quotient of their sum and count truncated (Spark's is a DOUBLE); a SUM of DECIMAL(p, s) is a
     DECIMAL(38, s) and an AVG one of 38 digits with at least 6 of scale. ``typing`` types its
     argument, ``columns`` are the windows' (:func:`to_spark_sql`)."""
-    call = translated(aggregate.expr, columns, typing)
+    own = aggregate.expr.copy()
+    head = own.find(exp.AggFunc)
+    assert head is not None, f"{aggregate.written}: an aggregate call"
+    head.meta[_OWN_CALL] = True
+    call = translated(own, columns, typing)
     function, result = AGGREGATES[aggregate.function], _result_type(aggregate, typing)
     if result is None or function.result not in (Result.SUM, Result.MEAN) or result.this not in _EXACT:
         return F.expr(call.sql(dialect="spark"))

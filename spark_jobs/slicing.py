@@ -28,12 +28,24 @@ from stategate.analyzer.model import Window
 from stategate.analyzer.windows import Session, SharedKind, SlicedKind
 
 
+#: How much later a window's ``window_time`` is on Spark than on Flink: Spark's ``window_time()``,
+#: which a cascaded window reads (it carries the query's watermark, and a window emitted as the
+#: watermark reaches its end is on time at the next aggregation), is the window's last
+#: microsecond; Flink's is its last millisecond, as a rowtime is a TIMESTAMP(3).
+WINDOW_TIME_LATE_US = 999
+
+
 def _duration(ms: int) -> str:
     return f"{ms} milliseconds"
 
 
 class WindowSlicer(ABC):
     """Maps records to slices."""
+
+    #: How much later than Flink's the times it reads are (:data:`WINDOW_TIME_LATE_US` for a
+    #: cascade's): one stretch of time for every time, so a window of fixed slices is the same,
+    #: and a session's bounds, which are its times', are moved back by it.
+    late_us: int = 0
 
     @abstractmethod
     def slice(self, ts: Column) -> Column:
@@ -92,9 +104,18 @@ class SharedSlices(SliceIsWindow):
 @dataclass(frozen=True)
 class MergedSessions(WindowSlicer):
     kind: Session
+    late_us: int = 0
 
     def slice(self, ts: Column) -> Column:
         return F.session_window(ts, _duration(self.kind.gap_ms))
+
+    def bounds(self, window_col: Column) -> tuple[Column, Column]:
+        """Spark's session bounds, moved back to Flink's by as much as the times it merged are late."""
+        start, end = super().bounds(window_col)
+        if not self.late_us:
+            return start, end
+        late = F.expr(f"INTERVAL {self.late_us} MICROSECONDS")
+        return start - late, end - late
 
     def carried_slice(self, ts: Column, until: Column) -> Column:
         """A carried session is one row at its start whose gap reaches its end, so Spark's session
@@ -104,12 +125,13 @@ class MergedSessions(WindowSlicer):
         return F.session_window(ts, F.make_interval(secs=gap_s.cast("decimal(18,6)")))
 
 
-def slicer_for(window: Window) -> WindowSlicer:
+def slicer_for(window: Window, late_us: int = 0) -> WindowSlicer:
+    """The slicer of ``window`` over times ``late_us`` later than Flink's (a cascade's)."""
     shape = window.shape
     if isinstance(shape, SharedKind):
         return SharedSlices(shape, window.latest_slice_first)
     if isinstance(shape, SlicedKind):
         return SliceIsWindow(shape)
     if isinstance(shape, Session):
-        return MergedSessions(shape)
+        return MergedSessions(shape, late_us)
     raise SQLModelError(f"{window.written}: a {type(shape).__name__} window cannot run on Spark here")

@@ -13,7 +13,7 @@ from sqlglot import exp
 from stategate.analyzer.model import RankedRows, Role
 from stategate.analyzer.report import Finding
 from stategate.analyzer.rules import coverage, shared, window_tvf
-from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, Change, Check
+from stategate.analyzer.rules.shared import FULL, INCOMPATIBLE, UNKNOWN, Change, Check
 
 PREFIX = "window-topn"
 
@@ -92,10 +92,15 @@ def ranking(prefix: str, change: Change) -> list[Finding]:
         findings.append(Finding(f"{prefix}.order-by.changed", INCOMPATIBLE,
                                 "Top-N ORDER BY fields, directions or NULL order changed: "
                                 f"[{', '.join(old_o)}] -> [{', '.join(new_o)}]", old.written, new.written))
-    if old.limit != new.limit:
-        findings.append(Finding(f"{prefix}.n.changed", INCOMPATIBLE,
-                                f"Top-N N changed from {old.limit} to {new.limit}",
-                                f"{old.rank_column} <= {old.limit}", f"{new.rank_column} <= {new.limit}"))
+    if (old.first, old.limit) != (new.first, new.limit):
+        what = f"N changed from {old.limit} to {new.limit}" if old.first == new.first == 1 else \
+            f"ranks kept changed from {old.first}-{old.limit} to {new.first}-{new.limit}"
+        findings.append(Finding(f"{prefix}.n.changed", INCOMPATIBLE, f"Top-N {what}", old.describe(), new.describe()))
+    if sorted(f.key for f in old.filters) != sorted(f.key for f in new.filters):
+        findings.append(Finding(f"{prefix}.filter.changed", UNKNOWN,
+                                "a filter beside the Top-N rank (applied to the ranked rows) changed: outside "
+                                "the compatibility rules", " AND ".join(f.written for f in old.filters) or "(none)",
+                                " AND ".join(f.written for f in new.filters) or "(none)"))
     return findings
 
 

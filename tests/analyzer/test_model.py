@@ -94,10 +94,63 @@ def test_hop_and_cumulate_keep_slide_and_size_apart() -> None:
     assert [f.rule for f in report.findings] == ["window-tvf.window.slide"]
 
 
-@pytest.mark.parametrize("old, new", [("rk < 3", "rk <= 2"), ("rk <= 1", "rk = 1"), ("rk < 4", "rk BETWEEN 1 AND 3")])
+@pytest.mark.parametrize("old, new", [("rk < 3", "rk <= 2"), ("rk <= 1", "rk = 1"), ("rk < 4", "rk BETWEEN 1 AND 3"),
+                                      ("rk < 4", "3 >= rk"), ("rk <= 2", "NOT rk > 2"), ("rk <= 3", "rk < 2 + 2"),
+                                      ("rk <= 3", "rk <= CAST(3 AS BIGINT)"), ("rk BETWEEN 2 AND 3", "rk > 1 AND rk < 4"),
+                                      ("rk = 2", "2 = rk"), ("rk = 2", "rk BETWEEN 2 AND 2"),
+                                      ("rk BETWEEN 2 AND 4", "rk <= 5 AND rk >= 2 AND 4 >= rk")])
 def test_top_n_bounds_are_normalised(old: str, new: str) -> None:
     assert compare(topn(where=old), topn(where=new)).verdict is Verdict.FULL
-    assert build(topn(where=new)).pipelines[0].topn.limit == build(topn(where=old)).pipelines[0].topn.limit
+    assert build(topn(where=new)).pipelines[0].topn == build(topn(where=old)).pipelines[0].topn
+
+
+@pytest.mark.parametrize("where, ranks", [("rk < 3", (1, 2)), ("3 > rk", (1, 2)), ("rk = 2", (2, 2)),
+                                          ("rk BETWEEN 2 AND 3", (2, 3)), ("rk >= 2 AND rk < 4", (2, 3)),
+                                          ("rk <= 3 AND rk <= 2", (1, 2)), ("rk >= 0 AND rk <= 2", (1, 2))])
+def test_a_top_n_keeps_the_rank_range_flink_reads_from_its_filter(where: str, ranks: tuple[int, int]) -> None:
+    """Flink 2.3's planner reads a constant rank range (``rankStart``, ``rankEnd``) from each of
+    these filters (probed with EXPLAIN): the literal on either side, BETWEEN, a lower bound."""
+    kept = build(topn(where=where)).pipelines[0].topn
+    assert (kept.first, kept.limit) == ranks
+
+
+@pytest.mark.parametrize("where", ["rk <= 0", "rk < 1", "rk BETWEEN 3 AND 2", "rk <= 2 AND rk > 2", "rk = -1"])
+def test_a_rank_filter_that_keeps_no_rank_is_an_error(where: str) -> None:
+    with pytest.raises(SQLModelError, match="filtered to no rank"):
+        build(topn(where=where), source="job.sql")
+
+
+def test_the_ranks_kept_changed_is_incompatible_and_says_which() -> None:
+    report = compare(topn(where="rk <= 3"), topn(where="rk BETWEEN 2 AND 3"))
+    assert report.verdict is Verdict.INCOMPATIBLE
+    [finding] = [f for f in report.findings if f.rule == "window-topn.n.changed"]
+    assert "ranks kept changed from 1-3 to 2-3" in finding.message and finding.after == "rk BETWEEN 2 AND 3"
+
+
+def test_a_filter_beside_the_rank_is_kept_for_the_ranked_rows_and_its_change_is_for_a_human() -> None:
+    """Flink ranks, then filters the ranked rows (a Calc after its WindowRank). The same filter
+    on both sides changes nothing; a changed one is outside seed 002's rules."""
+    kept = build(topn(where="rk < 3 AND b > 10")).pipelines[0].topn
+    assert (kept.first, kept.limit) == (1, 2) and [f.written for f in kept.filters] == ["b > 10"]
+    same = compare(topn(where="rk < 3 AND b > 10", outer="a, b, c, window_start"),
+                   topn(where="b > 10 AND rk <= 2", outer="a, b, c, window_start, window_end"))
+    assert same.verdict is Verdict.FULL
+    changed = compare(topn(where="rk < 3 AND b > 10"), topn(where="rk < 3 AND b > 20"))
+    assert changed.verdict is Verdict.UNKNOWN
+    assert [f.rule for f in changed.findings if f.effect is Verdict.UNKNOWN] == ["window-topn.filter.changed"]
+
+
+@pytest.mark.parametrize("where", ["rk <= 3 AND rk <> 2", "rk <= 3 AND rk <= b", "rk <= 3 AND rk + b > 4"])
+def test_any_other_condition_on_the_rank_is_outside_the_rules(where: str) -> None:
+    [unsupported] = build(topn(where=where)).pipelines[0].unsupported
+    assert unsupported.startswith("filter beside the Top-N rank")
+    assert compare(topn(where="rk <= 3"), topn(where=where)).verdict is Verdict.UNKNOWN
+
+
+@pytest.mark.parametrize("where", ["rk IN (1, 2)", "rk <= 3 OR b > 1", "rk <= 2.5", "rk <= b"])
+def test_a_rank_filter_flink_reads_no_constant_range_from_is_an_error(where: str) -> None:
+    with pytest.raises(SQLModelError, match="without an upper bound"):
+        build(topn(where=where))
 
 
 def test_session_partition_keys_are_part_of_the_window() -> None:

@@ -66,10 +66,12 @@ def _window_join(select: exp.Select, scope: Scope, items: list[tuple[str, exp.Ex
         if on is None or join.kind.upper() not in ("", "INNER", "OUTER"):
             return None
         condition = _in_branches(scope, on)
-        if not _joins_on_windows(condition, scope, aliases[index], aliases[:index]):
+        starts = _window_equalities(condition, scope, aliases[index], aliases[:index])
+        if starts is None:
             return None
         kinds.append(JoinKind(join.side.upper() or "INNER"))
-        conditions.append(Resolved.of(condition, on))
+        compared = [c for c in conjuncts(condition) if not any(c is start for start in starts)]
+        conditions.append(Resolved.of(exp.and_(*compared), on))
     filters = tuple(Resolved.of(_in_branches(scope, c), c) for c in conjuncts(where.this)) if where else ()
     branches = tuple(JoinBranch(alias, aggregate) for alias, aggregate in aggregates.items())
     return WindowJoin(branches, tuple(kinds), tuple(conditions), filters, _outputs(scope, items))
@@ -189,9 +191,14 @@ def _offset_from(node: exp.Expr, window: str, fields: set[str]) -> tuple[str, in
     return None
 
 
-def _joins_on_windows(condition: exp.Expr, scope: Scope, alias: str, earlier: list[str]) -> bool:
-    """Whether ``condition`` equates branch ``alias``'s window_start and window_end with those of an
-    earlier branch (Flink's window join condition)."""
+def _window_equalities(condition: exp.Expr, scope: Scope, alias: str, earlier: list[str]) -> list[exp.Expr] | None:
+    """If ``condition`` equates branch ``alias``'s window_start and window_end with those of an
+    earlier branch (Flink's window join condition), its conjuncts equating window_start: Flink's
+    planner splits both equalities off, and its join operator keeps each side's rows by window end
+    and joins those of one end, their starts not compared. For TUMBLE, HOP and CUMULATE windows
+    one end is one start; two SESSIONs ending together join whatever their starts (probed in Flink
+    2.3: a session from 08:00:36 joins one from 08:46:51, both ending at 09:02:49). None if the
+    condition is no window join's."""
     def window_field(column: exp.Expr) -> tuple[str, str | None] | None:
         if not isinstance(column, exp.Column) or not column.table.startswith(BRANCH_MARKER):
             return None
@@ -199,6 +206,7 @@ def _joins_on_windows(condition: exp.Expr, scope: Scope, alias: str, earlier: li
         return owner, window_field_of(scope.relations[owner].columns[column.name])
 
     equated: dict[str, set[str]] = {}
+    starts = []
     for conjunct in conjuncts(condition):
         if not isinstance(conjunct, exp.EQ):
             continue
@@ -208,4 +216,6 @@ def _joins_on_windows(condition: exp.Expr, scope: Scope, alias: str, earlier: li
         owners = {left[0], right[0]}
         if alias in owners and owners - {alias} and (owners - {alias}).pop() in earlier:
             equated.setdefault(left[1], set()).add(alias)
-    return all(alias in equated.get(name, ()) for name in ("window_start", "window_end"))
+            if left[1] == "window_start":
+                starts.append(conjunct)
+    return starts if all(alias in equated.get(name, ()) for name in ("window_start", "window_end")) else None

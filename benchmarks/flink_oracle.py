@@ -365,6 +365,28 @@ SHAPES = {
                          "COUNT(*) FILTER (WHERE c > 5) AS a1, SUM(c) AS a2, MAX(m) AS a3, MAX(ms) AS a4\n"
                          "FROM CountedHop\nGROUP BY window_start, window_end",
     }, "exact"),
+    # Window joins of every kind of join and window, each side filtering the bids its own way. Flink
+    # joins two windows by their end (its planner splits the window_start and window_end equalities
+    # off, and its join operator keeps each side's rows by window end): SESSIONs ending together
+    # join whatever their starts.
+    "window_joins": ({
+        f"{kind}_{how.split()[0].lower()}": (
+            "SELECT CONCAT(COALESCE(L.supplier_id, '-'), '|', COALESCE(R.supplier_id, '-')) AS k, "
+            f"{start} AS ws, {start.replace('start', 'end')} AS we, L.window_start AS a0, R.window_start AS a1, "
+            "L.n AS a2, R.m AS a3\nFROM (\n  SELECT supplier_id, window_start, window_end, COUNT(*) AS n\n"
+            f"  FROM TABLE({WINDOWS[kind]})\n  WHERE qty > 50\n  GROUP BY supplier_id, window_start, window_end) L\n"
+            f"{how} (\n  SELECT supplier_id, window_start, window_end, MAX(qty) AS m\n  FROM TABLE({WINDOWS[kind]})\n"
+            "  WHERE score > 0\n  GROUP BY supplier_id, window_start, window_end) R\n"
+            "ON L.supplier_id = R.supplier_id AND L.window_start = R.window_start AND L.window_end = R.window_end"
+            f"{extra}")
+        for kind, how, start, extra in (
+            ("session", "JOIN", "R.window_start", ""),
+            ("session", "FULL OUTER JOIN", "COALESCE(R.window_start, L.window_start)", ""),
+            ("session", "LEFT JOIN", "L.window_start", " AND R.m > 20"),
+            ("hop", "LEFT JOIN", "L.window_start", " AND L.n > R.m / 40"),
+            ("cumulate", "RIGHT JOIN", "R.window_start", ""),
+        )
+    }, "exact"),
     # Window Top-N filters as Flink's planner reads them: a rank range that starts past 1 (``BETWEEN``,
     # ``=``, a lower bound), the literal first, NOT, arithmetic, and conditions beside the rank,
     # which Flink applies to the ranked rows (on an aggregate's result, on a window attribute).

@@ -206,7 +206,7 @@ def _window_equalities(condition: exp.Expr, scope: Scope, alias: str, earlier: l
         return owner, window_field_of(scope.relations[owner].columns[column.name])
 
     equated: dict[str, set[str]] = {}
-    starts = []
+    starts: list[exp.Expr] = []
     for conjunct in conjuncts(condition):
         if not isinstance(conjunct, exp.EQ):
             continue

@@ -358,6 +358,16 @@ SHAPES = {
                             "SELECT supplier_id, window_start, window_end, COUNT(*) AS a0, COUNT(*) FILTER (WHERE c > 1) AS a1\n"
                             "FROM TABLE(CUMULATE(TABLE Sessions2, DESCRIPTOR(window_time), INTERVAL '10' MINUTES, "
                             "INTERVAL '30' MINUTES))\nGROUP BY supplier_id, window_start, window_end",
+        # Flink's window Top-N ranks the windows of one end together: SESSIONs over sparse windows'
+        # times end together with different starts.
+        "session_top_n": "CREATE TEMPORARY VIEW Sparse AS\nSELECT supplier_id, window_time, COUNT(*) AS c\n"
+                         f"FROM TABLE({WINDOWS['tumble'].replace('10', '5')})\nWHERE qty > 80\n"
+                         "GROUP BY supplier_id, window_start, window_end, window_time;\n"
+                         "SELECT supplier_id, window_start, window_end, n, rn FROM (\n  SELECT *, ROW_NUMBER() OVER ("
+                         "PARTITION BY window_start, window_end ORDER BY n DESC, supplier_id) AS rn FROM (\n"
+                         "    SELECT supplier_id, window_start, window_end, SUM(c) AS n\n"
+                         "    FROM TABLE(SESSION(TABLE Sparse PARTITION BY supplier_id, DESCRIPTOR(window_time), "
+                         "INTERVAL '10' MINUTES))\n    GROUP BY supplier_id, window_start, window_end))\nWHERE rn <= 2",
         "whole_windows": "CREATE TEMPORARY VIEW CountedHop AS\nSELECT supplier_id, window_start, window_end, COUNT(*) AS c, "
                          f"MIN(supplier_id) AS ms, MAX(qty) AS m\nFROM TABLE({WINDOWS['hop']})\n"
                          "GROUP BY supplier_id, window_start, window_end;\n"

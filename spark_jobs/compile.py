@@ -36,7 +36,8 @@ from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import JobLayout, StageLayout, value_of
 from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, OrderKey, Output,
                                       Pipeline, Resolved, Table, TimeKind, TopN, Window, WindowAggregate, WindowJoin,
-                                      branch_column, sql_key)
+                                      WindowOperator, branch_column, sql_key)
+from stategate.analyzer.windows import Session
 from stategate.analyzer.runnable import check_pipeline, declared, sink_types
 from stategate.analyzer.nullability import never_null
 from stategate.analyzer.scope import source_column, time_attribute, window_column, window_field_of
@@ -475,7 +476,7 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
     top: tuple[Column, Column] | None = None  # the rank of a row, and whether it is kept
     if topn is not None:
         order = [_ordered(to_column(k.value.expr, mapping, stage.results), k) for k in topn.order_keys]
-        spec = SparkWindow.partitionBy(*[to_column(k.expr, mapping, stage.results) for k in topn.partition_keys]) \
+        spec = SparkWindow.partitionBy(*[to_column(k.expr, mapping, stage.results) for k in _ranked_by(topn, stage)]) \
             .orderBy(*order)
         kept = F.col("_rank").between(topn.first, topn.limit)
         for condition in topn.filters:  # Flink's Calc over the ranked rows
@@ -494,6 +495,18 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
         return pivot.select(*result, *[F.col(_HELD + name) for name in held])
 
     return finalize
+
+
+def _ranked_by(topn: TopN, stage: Stage) -> list[Resolved]:
+    """The keys a window Top-N ranks within, as Flink's window rank operator does: it keeps each
+    window's rows by the window's end, so ``window_start`` is no key of its own. For TUMBLE, HOP and
+    CUMULATE windows one end is one start; two SESSIONs ending together rank as one partition
+    whatever their starts (probed in Flink 2.3: of sessions [08:00, 08:06) and [08:03, 08:06), Top-1
+    keeps one)."""
+    window = _window(stage.aggregate)
+    if window.operator is not WindowOperator.TVF or not isinstance(window.shape, Session):
+        return list(topn.partition_keys)
+    return [k for k in topn.partition_keys if window_field_of(k.expr) != "window_start"]
 
 
 def _ordered(column: Column, key: OrderKey) -> Column:

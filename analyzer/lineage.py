@@ -350,7 +350,7 @@ class _SelectResolver:
             resolved = scope.resolve(conjunct)
             if base.window is not None and reads_window_fields(resolved):
                 between.append(Clause(ClauseKind.FILTER, Resolved.of(resolved, conjunct)))
-            elif base.aggregate is not None:
+            elif base.aggregate is not None and not self._is_aggregation():
                 unsupported.append(f"filter after a window aggregation: {conjunct.sql(dialect='flink')}")
             else:
                 filters.append(Resolved.of(resolved, conjunct))

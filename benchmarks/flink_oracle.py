@@ -368,6 +368,18 @@ SHAPES = {
                          "    SELECT supplier_id, window_start, window_end, SUM(c) AS n\n"
                          "    FROM TABLE(SESSION(TABLE Sparse PARTITION BY supplier_id, DESCRIPTOR(window_time), "
                          "INTERVAL '10' MINUTES))\n    GROUP BY supplier_id, window_start, window_end))\nWHERE rn <= 2",
+        # A WHERE over the windows a cascade reads: before its own window, and before an
+        # aggregation of whole windows.
+        "filtered": "CREATE TEMPORARY VIEW Few AS\nSELECT supplier_id, window_time, COUNT(*) AS c, MAX(qty) AS m\n"
+                    f"FROM TABLE({WINDOWS['tumble'].replace('10', '5')})\n"
+                    "GROUP BY supplier_id, window_start, window_end, window_time;\n"
+                    "SELECT supplier_id, window_start, window_end, COUNT(*) AS a0, SUM(c) AS a1, MIN(m) AS a2\n"
+                    "FROM TABLE(HOP(TABLE Few, DESCRIPTOR(window_time), INTERVAL '10' MINUTES, INTERVAL '20' MINUTES))\n"
+                    "WHERE c > 8 AND m < 100\nGROUP BY supplier_id, window_start, window_end",
+        "filtered_whole": "CREATE TEMPORARY VIEW FewHop AS\nSELECT supplier_id, window_start, window_end, COUNT(*) AS c\n"
+                          f"FROM TABLE({WINDOWS['hop']})\nGROUP BY supplier_id, window_start, window_end;\n"
+                          "SELECT MIN(supplier_id) AS first, window_start, window_end, COUNT(*) AS a0, SUM(c) AS a1\n"
+                          "FROM FewHop\nWHERE c > 10\nGROUP BY window_start, window_end",
         "whole_windows": "CREATE TEMPORARY VIEW CountedHop AS\nSELECT supplier_id, window_start, window_end, COUNT(*) AS c, "
                          f"MIN(supplier_id) AS ms, MAX(qty) AS m\nFROM TABLE({WINDOWS['hop']})\n"
                          "GROUP BY supplier_id, window_start, window_end;\n"

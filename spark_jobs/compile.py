@@ -181,6 +181,8 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
         assert upstream.assembler is None, "check_pipeline refuses a window over assembled windows"
         rows, mapping = _cascade_input(upstream, layouts[1])
         typed, time = upstream.results, "ts"
+        for predicate in aggregate.filters:  # a WHERE over the windows it reads
+            rows = rows.where(to_column(predicate.expr, mapping, typed))
         late_us = upstream.slicer.late_us + WINDOW_TIME_LATE_US
     else:
         rows, mapping, time = _source_input(spark, model, aggregate.source, aggregate.filters, aggregate.window,
@@ -308,8 +310,12 @@ def _per_window(aggregate: WindowAggregate, upstream: Stage, after_ms: int | Non
     exists = F.col(state.ROWS) > 0
     new_windows = F.col("window_end") > F.timestamp_millis(F.lit(after_ms)) if after_ms is not None else None
 
+    kept = [to_column(predicate.expr, mapping, typing) for predicate in aggregate.filters]
+
     def rows(batch: DataFrame) -> DataFrame:
         closed = batch.where(exists).select(*windows)
+        for predicate in kept:  # a WHERE over the windows it reads
+            closed = closed.where(predicate)
         if new_windows is not None:
             closed = closed.where(new_windows)
         with state.wrapping_sums(batch.sparkSession):  # its sums go past their range as Flink's do

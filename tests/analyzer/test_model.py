@@ -282,6 +282,28 @@ def test_cascaded_windows_compare_the_upstream_window_too() -> None:
     assert any(f.rule == "window-tvf.window.size" and f.pipeline == "upstream window" for f in report.findings)
 
 
+@pytest.mark.parametrize("outer", [
+    "SELECT window_start, window_end, SUM(partial_price) AS total FROM TABLE(TUMBLE(TABLE window1, DESCRIPTOR(rowtime), "
+    "INTERVAL '10' MINUTES)) {} GROUP BY window_start, window_end;",
+    "SELECT ws, we, SUM(partial_price) AS total FROM window1 {} GROUP BY ws, we;",
+], ids=["cascaded window", "whole windows"])
+def test_a_where_over_the_windows_a_cascade_reads_filters_its_input_and_its_change_is_for_a_human(outer: str) -> None:
+    """Flink filters the upstream windows' rows before the next aggregation: a row filter of that
+    aggregation, as a WHERE over a source is (it was refused as a filter after a window aggregation)."""
+    view = ("CREATE VIEW window1 AS SELECT window_start AS ws, window_end AS we, window_time AS rowtime, "
+            "SUM(price) AS partial_price FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '5' MINUTES)) "
+            "GROUP BY supplier_id, window_start, window_end, window_time;\n")
+    kept = build(BID_DDL + view + outer.format("WHERE partial_price > 10")).pipelines[0]
+    assert not kept.unsupported and [f.written for f in kept.aggregate.filters] == ["partial_price > 10"]
+    same = compare(BID_DDL + view + outer.format("WHERE partial_price > 10"),
+                   BID_DDL + view + "-- moved\n" + outer.format("WHERE partial_price > 10"))
+    assert same.verdict is Verdict.FULL
+    changed = compare(BID_DDL + view + outer.format("WHERE partial_price > 10"),
+                      BID_DDL + view + outer.format("WHERE partial_price > 20"))
+    assert changed.verdict is Verdict.UNKNOWN
+    assert "stategate.row-filter.changed" in {f.rule for f in changed.findings}
+
+
 def test_grouping_sets_rollup_and_cube_expand_to_the_same_sets() -> None:
     base = "SELECT window_start, window_end, supplier_id, item, SUM(price) FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '10' MINUTES)) GROUP BY window_start, window_end, {}"
     cube = build(base.format("CUBE (supplier_id, item)")).pipelines[0].aggregate.grouping_sets

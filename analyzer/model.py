@@ -112,8 +112,9 @@ class Resolved:
 
     @classmethod
     def of(cls, expr: exp.Expr, written: exp.Expr | str | None = None) -> Resolved:
+        key = sql_key(expr)
         text = written.sql(dialect=Flink) if isinstance(written, exp.Expr) else written
-        return cls(expr=expr, key=sql_key(expr), written=text or sql_key(expr))
+        return cls(expr=expr, key=key, written=text or key)
 
     def __str__(self) -> str:
         return self.written

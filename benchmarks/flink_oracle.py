@@ -22,8 +22,10 @@ import random
 import sys
 import tempfile
 from collections import Counter
+from collections.abc import Iterable
 from datetime import datetime, timedelta
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "data" / "flink"
@@ -619,7 +621,7 @@ def run_flink(lines: list[str], sql: dict[str, str]) -> dict[str, list[list]]:
     return found
 
 
-def _final_rows(rows) -> list[list]:
+def _final_rows(rows: Iterable[Any]) -> list[list]:
     """The rows a query leaves in its sink, but the closer's: its changelog applied. A window
     aggregation or a window join only inserts, but where Flink plans a regular join instead (an
     outer join of windows whose specs differ, ``docs/pages/sql.md``) it inserts a row padded with
@@ -636,7 +638,9 @@ def _final_rows(rows) -> list[list]:
             kept[values] += 1
         else:
             kept[values] -= 1
-    assert all(count >= 0 for count in kept.values()), "Flink deleted a row it had not written"
+    unwritten = [values for values, count in kept.items() if count < 0]
+    if unwritten:
+        raise RuntimeError(f"Flink deleted a row it had not written: {unwritten[0]}")
     return [list(values) for values in kept.elements()]
 
 

@@ -50,6 +50,7 @@ bench: $(LINKED)
 reliability: $(LINKED)
 	$(PY) benchmarks/analyzer_fuzz.py
 	$(PY) benchmarks/crash_soak.py
+	$(PY) benchmarks/redeploy_fuzz.py
 
 nexmark: $(LINKED)
 	$(PY) -m tests.nexmark

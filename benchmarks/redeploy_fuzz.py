@@ -42,9 +42,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from stategate.analyzer import Verdict, compare
 from stategate.analyzer.errors import SQLModelError
 from stategate.spark_jobs.guard import CheckpointRefused
-from stategate.spark_jobs.job import RunResult, run
+from stategate.spark_jobs.job import RunResult
 from stategate.spark_jobs.session import get_session
-from tests.spark_jobs.helpers import CLOSER, bid_ddl
+from tests.spark_jobs.helpers import CLOSER, bid_ddl, collect_run
 
 #: Aggregates of the bids, for a window aggregation's SELECT list.
 AGGREGATES = ("SUM(price)", "COUNT(*)", "COUNT(item)", "MAX(price)", "MIN(bidtime)", "AVG(price)",
@@ -230,11 +230,10 @@ def write_files(folder: Path, rng: random.Random, first: int, count: int, closin
 
 
 def collected(spark, sql: str, checkpoint: Path, **options) -> tuple[list[tuple], RunResult]:
-    """The rows ``sql`` emits, run to the end of its input, as text (the closing bid's windows left out)."""
-    rows: list = []
-    result = run(spark, sql, checkpoint, writers={"select#1": lambda df, _: rows.extend(df.collect())}, **options)
-    text = [tuple("NULL" if v is None else str(v) for v in row) for row in rows]
-    return sorted(r for r in text if r[0] < CLOSER[:10]), result
+    """The rows ``sql`` emits, run to the end of its input, as sorted text (the closing bid's
+    windows left out), and the run."""
+    rows, result = collect_run(spark, sql, checkpoint, **options)
+    return [row for row in rows if row[0] < CLOSER[:10]], result
 
 
 def key(row: tuple) -> tuple:

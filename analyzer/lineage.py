@@ -461,11 +461,39 @@ class _SelectResolver:
         )
 
     def _aggregate(self, scope: Scope, base: Relation) -> Relation:
+        """The window aggregation this SELECT is: its window and keys from the GROUP BY (or the
+        window TVF it reads), its aggregates and outputs from the SELECT list."""
+        window, keys, grouping_sets = self._grouping(scope, base)
+        aggregates, outputs, columns = self._select_list(scope, window, {k.value.key for k in keys})
+        source = base.aggregate if base.aggregate is not None else base.source
+        if source is None:
+            raise SQLModelError("a window aggregation that reads no table", clause=self.select.sql(dialect="flink")[:80])
+        aggregate = WindowAggregate(
+            source=source,
+            window=window,
+            group_keys=keys,
+            aggregates=aggregates,
+            grouping_sets=grouping_sets,
+            filters=base.filters,
+            between=base.between,
+            udtfs=base.udtfs,
+            outputs=outputs,
+            written=self.select.sql(dialect="flink"),
+        )
+        return Relation(
+            columns=columns, names=tuple(columns), source=aggregate, level=window.level if window else base.level,
+            aggregate=aggregate, outputs=outputs, unsupported=base.unsupported,
+            udtfs=base.udtfs, joins=base.joins, joined=base.joined,
+        )
+
+    def _grouping(self, scope: Scope, base: Relation
+                  ) -> tuple[Window | None, tuple[GroupKey, ...], tuple[tuple[Resolved, ...], ...] | None]:
+        """The GROUP BY's window (a legacy group window, else the TVF's that ``base`` reads), its
+        keys in the order written (each grouping set's keys once), and its grouping sets, if any."""
         group = self.select.args.get("group")
         keys: list[GroupKey] = []
         grouping_sets: list[tuple[Resolved, ...]] | None = None
         window = base.window
-        level = window.level if window else base.level + 1
         for node in _flatten_group(group.expressions if group else []):
             if isinstance(node, GroupWindow):
                 if window is not None:
@@ -473,53 +501,34 @@ class _SelectResolver:
                 window = self._group_window(scope, base, node)
                 keys.append(GroupKey(Resolved.of(window_column(window.level, "window"), node), "window"))
             elif isinstance(node, (exp.GroupingSets, exp.Rollup, exp.Cube)):
-                sets = _expand_grouping(node)
-                resolved_sets = [tuple(Resolved.of(scope.resolve(e), e) for e in s) for s in sets]
-                grouping_sets = (grouping_sets or []) + resolved_sets
+                sets = [tuple(Resolved.of(scope.resolve(e), e) for e in s) for s in _expand_grouping(node)]
+                grouping_sets = (grouping_sets or []) + sets
                 seen = {k.value.key for k in keys}
-                for s in resolved_sets:
-                    for r in s:
-                        if r.key not in seen:
-                            seen.add(r.key)
-                            keys.append(GroupKey(r))
+                for key in (r for s in sets for r in s):
+                    if key.key not in seen:
+                        seen.add(key.key)
+                        keys.append(GroupKey(key))
             else:
                 resolved = scope.resolve(node)
                 keys.append(GroupKey(Resolved.of(resolved, node), window_field_of(resolved)))
+        return window, tuple(keys), tuple(grouping_sets) if grouping_sets is not None else None
+
+    def _select_list(self, scope: Scope, window: Window | None, key_texts: set[str]
+                     ) -> tuple[tuple[Aggregate, ...], tuple[Output, ...], dict[str, exp.Expr]]:
+        """The SELECT list over the groups: its aggregates (each identity once, in the order first
+        written), its outputs and each output's resolved expression by name."""
         aux = self._auxiliary(window)
-        aggregates: list[Aggregate] = []
+        aggregates: dict[str, Aggregate] = {}
         outputs: list[Output] = []
         columns: dict[str, exp.Expr] = {}
-        key_texts = {k.value.key for k in keys}
-        identities: set[str] = set()
         for name, written in self._select_items(scope):
             node = written.unalias() if isinstance(written, exp.Alias) else written
             resolved = scope.resolve(node, aux)
             for agg in self._aggregates_in(scope, node, aux, key_texts):
-                if agg.identity not in identities:
-                    identities.add(agg.identity)
-                    aggregates.append(agg)
+                aggregates.setdefault(agg.identity, agg)
             columns[name] = resolved
             outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved, key_texts)))
-        source = base.aggregate if base.aggregate is not None else base.source
-        if source is None:
-            raise SQLModelError("a window aggregation that reads no table", clause=self.select.sql(dialect="flink")[:80])
-        aggregate = WindowAggregate(
-            source=source,
-            window=window,
-            group_keys=tuple(keys),
-            aggregates=tuple(aggregates),
-            grouping_sets=tuple(grouping_sets) if grouping_sets is not None else None,
-            filters=base.filters,
-            between=base.between,
-            udtfs=base.udtfs,
-            outputs=tuple(outputs),
-            written=self.select.sql(dialect="flink"),
-        )
-        return Relation(
-            columns=columns, names=tuple(columns), source=aggregate, level=level if window else base.level,
-            aggregate=aggregate, outputs=tuple(outputs), unsupported=base.unsupported,
-            udtfs=base.udtfs, joins=base.joins, joined=base.joined,
-        )
+        return tuple(aggregates.values()), tuple(outputs), columns
 
     def _group_window(self, scope: Scope, base: Relation, node: GroupWindow) -> Window:
         kind = node.args["kind"].name

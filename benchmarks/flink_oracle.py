@@ -201,6 +201,12 @@ FAMILIES = {
     # A fraction CAST to an integer type, as Java narrows it: held to an INT's or a BIGINT's range,
     # a TINYINT or SMALLINT keeping an int's low bits (a DOUBLE's 300.9 is 44, 5e9 is -1); a
     # DECIMAL truncated, then cut to the type's bits; in an argument and over a window's results.
+    # STDDEV and VARIANCE past what their exact terms hold: over INTs at their range's ends, a
+    # product of a DECIMAL(10, 2) and one reaches 10^12, its sums and squares more (the job failed:
+    # "cannot be represented as Decimal(18, 6)"); a BIGINT's past 10^18.
+    "large_variance": (("VAR_SAMP({c} * qty)", "STDDEV_POP({c} * qty)", "VAR_POP(DISTINCT {c} * qty)",
+                        "STDDEV_SAMP({c} * qty) FILTER (WHERE qty > 40)", "VARIANCE(CAST(qty AS BIGINT) * 4000000000)",
+                        "STDDEV_SAMP(DISTINCT CAST(qty AS BIGINT) * 4000000000)"), "double", ("price",)),
     "narrowing": (("MAX(CAST({c} * 1000 AS TINYINT))", "MIN(CAST({c} * 100000 AS SMALLINT))",
                    "MAX(CAST({c} * 10000000 AS INT))", "MIN(CAST({c} * 1e17 AS BIGINT))",
                    "MAX(CAST({c} AS TINYINT)) FILTER (WHERE qty > 40)", "CAST(MAX({c}) * 100 AS TINYINT)",
@@ -534,7 +540,7 @@ SHAPES = {
     }, "double"),
 }
 #: Families over bids whose INTs reach their type's bounds now and then.
-EXTREMES = ("overflow", "downstream")
+EXTREMES = ("overflow", "downstream", "large_variance")
 #: Families over bids whose group key is NULL now and then.
 NULL_KEYS = ("null_keys",)
 #: Families whose results are arrays: Flink's ``collect()`` cannot carry an array with a NULL element

@@ -47,6 +47,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
+from decimal import Decimal
 from typing import Callable, Iterator, Sequence
 
 from pyspark.sql import Column, DataFrame, SparkSession
@@ -597,17 +598,35 @@ def _accuracy(slot: Slot) -> float:
 
 
 def _squared(value: str, slot: Slot) -> str:
-    """The square of a value, as SQL: in DOUBLE, or exact (:func:`_exact_square`)."""
+    """The square of a value, as SQL: in DOUBLE, or exact where it can be (:func:`_square`)."""
     if slot.family is Family.FLOATING:
         return f"CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE)"
-    return _exact_square(value, _scale(slot))
+    return _square(value, _scale(slot))
 
 
 def _exact_square(value: str, scale: int) -> str:
     """The square of an exact value of ``scale`` (as SQL), exactly: Spark multiplies a
-    DECIMAL(19, s) by a DECIMAL(18, s) into a DECIMAL(38, 2s) without rounding (values below
-    10^(18 - s))."""
+    DECIMAL(19, s) by a DECIMAL(18, s) into a DECIMAL(38, 2s) without rounding. Only for values
+    below :func:`_exact_below`: a larger one fails the job (Spark's ANSI cast)."""
     return f"(CAST({value} AS decimal(19,{scale})) * CAST({value} AS decimal(18,{scale})))"
+
+
+def _exact_below(scale: int) -> str:
+    """The bound of the values :func:`_exact_square` squares, as a SQL literal: 10^(18 - s)."""
+    return _power_of_ten(18 - scale)
+
+
+def _power_of_ten(exponent: int) -> str:
+    """10^exponent as an exact SQL literal."""
+    return f"{Decimal(10) ** exponent:f}BD"
+
+
+def _square(value: str, scale: int) -> str:
+    """The square of an exact value of ``scale`` (as SQL) in a DECIMAL(38, 2s): exact below
+    :func:`_exact_below`, past it through DOUBLE, as Flink computes every STDDEV and VARIANCE (a
+    `price * qty` of a DECIMAL(10, 2) and an INT reaches 10^18 and more)."""
+    return (f"CASE WHEN abs({value}) < {_exact_below(scale)} THEN {_exact_square(value, scale)} "
+            f"ELSE CAST(CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE) AS decimal({MAX_DIGITS},{2 * scale})) END")
 
 
 #: No record has this event time: the instant after which :func:`_field` tags its guards.
@@ -819,7 +838,7 @@ def _spread_state(slot: Slot) -> tuple[str, str, str]:
     squared = "x * x"
     if slot.family is not Family.FLOATING:
         value_type, square_type = T.DecimalType(MAX_DIGITS, scale), T.DecimalType(MAX_DIGITS, 2 * scale)
-        squared = _exact_square("x", scale)
+        squared = _square("x", scale)
     values = f"CAST({quoted(f'dv{slot.index}')} AS {T.ArrayType(value_type).simpleString()})"
     # No value: every result is NULL, as the fields of an empty slot are.
     return (f"CAST(size({values}) AS BIGINT)", _total(values, value_type, scale),
@@ -858,10 +877,15 @@ def _spread(slot: Slot, count: str, total: str, squares: str) -> str:
     scale = max(_scale(slot), 6)
     wide = f"decimal(37,{2 * scale})"
     mean_square = f"{_exact_square(total, scale)} / {count}"
-    variance = f"(CAST({squares} AS {wide}) - CAST({mean_square} AS {wide})) / {divisor}"
+    exact = f"(CAST({squares} AS {wide}) - CAST({mean_square} AS {wide})) / {divisor}"
+    # Past what the exact terms hold, in DOUBLE, as Flink computes it; a result past DECIMAL(38, r)
+    # is NULL, as Flink's cast of it is.
+    floating = f"(CAST({squares} AS DOUBLE) - CAST({total} AS DOUBLE) * CAST({total} AS DOUBLE) / {count}) / {divisor}"
+    fits = f"abs({total}) < {_exact_below(scale)} AND abs({squares}) < {_power_of_ten(37 - 2 * scale)}"
     if slot.result.root:
-        variance = f"pow(CAST({variance} AS DOUBLE), 0.5D)"
-    return f"CAST({variance} AS decimal(38,{scale}))"
+        return f"try_cast(pow(CASE WHEN {fits} THEN CAST({exact} AS DOUBLE) ELSE {floating} END, 0.5D) " \
+               f"AS decimal(38,{scale}))"
+    return f"CASE WHEN {fits} THEN CAST({exact} AS decimal(38,{scale})) ELSE try_cast({floating} AS decimal(38,{scale})) END"
 
 
 def _floating_result(value: str, data_type: T.DataType) -> str:

@@ -53,9 +53,9 @@ def same(ours: object, flink: object, compare: str) -> bool:
         return elements(ours) == elements(flink)
     if compare == "exact" or ours is None or flink is None or type(ours) is not type(flink):
         return ours == flink
-    if isinstance(flink, int):
+    if isinstance(flink, int):  # past a DOUBLE's 15 significant digits (2^53), a relative 1e-14
         assert isinstance(ours, int)
-        return abs(ours - flink) <= 1
+        return abs(ours - flink) <= max(1, abs(flink) * DOUBLE_DIGITS)
     # Computed in DOUBLE by Flink, then cast: one unit of the last digit, or past a DOUBLE's 15
     # significant digits (a variance of 6466916887.352265 at DECIMAL(38, 6)), a few of its own.
     mine, theirs = Decimal(str(ours)), Decimal(str(flink))

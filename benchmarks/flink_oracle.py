@@ -238,6 +238,13 @@ FAMILIES = {
                         "LISTAGG(CASE WHEN {c} > 95 THEN 'hi' END) FILTER (WHERE {c} > 90)",
                         "LISTAGG(DISTINCT COALESCE(supplier_id, 'none'), '|') FILTER (WHERE {c} > 90)"),
                        "exact", ("qty",)),
+    # A sample STDDEV or VARIANCE of a NOT NULL argument, which Flink types NOT NULL: -1 (its type's
+    # default) for the NULL of a window's single value, but with a FILTER (NULL) or of a DECIMAL
+    # (NULL; Flink's own collect fails on it, so not recorded). Sparse bids: single values are common.
+    "not_null_spreads": (("STDDEV_SAMP(COALESCE({c}, 0))", "VAR_SAMP(COALESCE({c}, 0))",
+                          "VARIANCE(DISTINCT COALESCE({c}, 0))", "STDDEV_SAMP(COALESCE({c}, 0) + 1) FILTER (WHERE qty > 40)",
+                          "VAR_POP(COALESCE({c}, 0))", "STDDEV_SAMP({c})", "VAR_SAMP(CAST(COALESCE({c}, 0) AS SMALLINT))"),
+                         "double", ("qty", "score")),
     # DISTINCT sums and spreads of decimals of a large scale (``price / 3`` is a DECIMAL(21, 13)):
     # each addition of a set's values keeps the whole scale.
     "distinct_scales": (("STDDEV_SAMP(DISTINCT {c} / 3)", "VAR_POP(DISTINCT {c} / 7) FILTER (WHERE qty > 40)",

@@ -713,7 +713,13 @@ def final_value(slot: Slot, name: str, assembled: bool = False) -> Column:
 def _final(slot: Slot, assembled: bool) -> str:
     result = slot.result
     if result.spread:
-        return _spread(slot, *_spread_state(slot))
+        spread = _spread(slot, *_spread_state(slot))
+        # Flink types the STDDEV_SAMP, VAR_SAMP or VARIANCE of a NOT NULL argument (with no FILTER)
+        # NOT NULL, and writes its type's default for the NULL of a single value: -1 for an integer
+        # or floating-point result (a DECIMAL's stays NULL).
+        if result.sample and slot.never_null and slot.filter is None and not isinstance(slot.input_type, T.DecimalType):
+            return f"coalesce({spread}, -1)"
+        return spread
     if result.ordered and not _by_order(slot):
         return _arrived(slot, assembled)
     if result is Result.MULTISET:

@@ -1,0 +1,207 @@
+"""Flink fuzz: random window aggregations, run by Flink and by stategate, compared row for row.
+
+Where ``flink_oracle.py`` records a fixed set of calls per family, each case here draws its own: 3-8
+aggregate calls (each aggregate the engine runs, where Flink 2.3 runs it over the window kind),
+DISTINCT and ``FILTER (WHERE ...)`` now and then, over columns and expressions (arithmetic, casts,
+``CASE``, ``COALESCE``, text functions, times), an expression over aggregates now and then; a window
+of each kind with its size, slide or step drawn (a TUMBLE offset now and then); a grouping (by the
+supplier, by nothing, by a computed key, by ``GROUPING SETS``; a SESSION by its partition); a
+``WHERE`` now and then; and bids with NULLs in every column, INTs at their range's ends and NULL
+keys now and then (``flink_oracle.bids``). STDDEV and VARIANCE get cases of their own, compared as
+``test_flink_equality`` compares them (Flink computes them in DOUBLE).
+
+``record`` runs each case through PyFlink, in a venv of its own as for the oracle, and writes it in
+the oracle's fixture format; ``compare`` runs every fixture of the folder through stategate and
+prints each difference (exits 1 on any)::
+
+    .flink/bin/python benchmarks/flink_fuzz.py record --seed 1 --cases 40 /tmp/flink-fuzz
+    .venv/bin/python benchmarks/flink_fuzz.py compare /tmp/flink-fuzz
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import random
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.flink_oracle import CLOSER, COLUMNS, NOT_HOP, TUMBLE_ONLY, bids, run_flink
+
+#: What a numeric aggregate takes: columns of each type, and expressions Flink and Spark type apart
+#: (a DECIMAL times an INT, divided by an integer literal, a CASE without ELSE, narrowing casts).
+NUMBERS = ("price", "qty", "score", "price * qty", "qty + 1", "-qty", "price - 100", "price / 4", "ABS(price)",
+           "COALESCE(qty, 0)", "CASE WHEN qty > 40 THEN price END", "CAST(qty AS BIGINT)", "CAST(qty AS SMALLINT)",
+           "CAST(price AS DOUBLE)", "CAST(score AS DECIMAL(12, 4))")
+TEXTS = ("supplier_id", "UPPER(supplier_id)", "CAST(qty AS STRING)", "CAST(price AS STRING)",
+         "CONCAT(supplier_id, '-', CAST(qty AS STRING))")
+#: (A time moved by an INT at its range's end is a year Python cannot hold: moved by at most 999 minutes.)
+TIMES = ("bidtime", "TIMESTAMPADD(MINUTE, MOD(qty, 1000), bidtime)")
+#: What JSON_ARRAYAGG takes: Flink and Spark write a DOUBLE and a time in JSON apart (refused).
+JSON_VALUES = ("price", "qty", "supplier_id", "price * qty")
+FILTERS = ("qty > 40", "price < 200", "score IS NOT NULL", "supplier_id = 's2'", "qty IS NULL",
+           "price > 100 AND qty < 50", "MOD(qty, 3) = 0", "score > 0")
+#: Whole SELECT items over aggregates.
+OVER_AGGREGATES = ("SUM(qty) - MIN(qty)", "CAST(COUNT(*) AS DOUBLE) / 2", "MAX(price) - MIN(price)",
+                   "COALESCE(SUM(price), 0) + 1", "COUNT(DISTINCT supplier_id) * 10", "AVG(qty) * 2")
+#: Where a DISTINCT is drawn: the aggregates whose DISTINCT both engines define one result for.
+WITH_DISTINCT = ("COUNT", "SUM", "MIN", "MAX", "AVG", "LAST_VALUE")
+VARIANCES = ("STDDEV_POP", "STDDEV_SAMP", "VAR_POP", "VAR_SAMP", "VARIANCE")
+#: Per grouping: the key column the SELECT list writes first, and the GROUP BY's keys before the window's.
+GROUPINGS = {"supplier": ("supplier_id", "supplier_id, "), "none": ("'all' AS supplier_id", ""),
+             "computed": ("UPPER(supplier_id) AS supplier_id", "UPPER(supplier_id), "),
+             "sets": ("supplier_id", "GROUPING SETS ((supplier_id), ()), ")}
+WHERES = ("", "", "WHERE qty IS NOT NULL\n", "WHERE price > 50 OR score < 0\n")
+SEPARATORS = ("", ", ';'", ", ' | '")
+
+
+def _distinct(rng: random.Random, function: str) -> str:
+    return "DISTINCT " if function in WITH_DISTINCT and rng.random() < 0.2 else ""
+
+
+def draw_call(rng: random.Random, variance: bool) -> str:
+    """One SELECT item over the groups: an aggregate call (with its FILTER now and then), or an
+    expression over aggregates."""
+    if variance:
+        call = f"{rng.choice(VARIANCES)}({'DISTINCT ' if rng.random() < 0.2 else ''}{rng.choice(NUMBERS)})"
+    else:
+        kind = rng.choice(("COUNT", "COUNT(*)", "SUM", "MIN", "MAX", "AVG", "FIRST_VALUE", "LAST_VALUE", "LISTAGG",
+                           "JSON_ARRAYAGG", "TEXT", "TIME", "OVER"))
+        if kind == "OVER":
+            return rng.choice(OVER_AGGREGATES)
+        if kind == "COUNT(*)":
+            call = kind
+        elif kind == "TEXT":
+            function = rng.choice(("MIN", "MAX"))
+            call = f"{function}({_distinct(rng, function)}{rng.choice(TEXTS)})"
+        elif kind == "TIME":
+            call = f"{rng.choice(('MIN', 'MAX', 'FIRST_VALUE', 'LAST_VALUE'))}({rng.choice(TIMES)})"
+        elif kind == "LISTAGG":
+            call = f"LISTAGG({rng.choice(TEXTS)}{rng.choice(SEPARATORS)})"
+        elif kind == "JSON_ARRAYAGG":  # Flink's parser takes no FILTER after it
+            return f"JSON_ARRAYAGG({rng.choice(JSON_VALUES)}{rng.choice(('', ' NULL ON NULL'))})"
+        else:
+            call = f"{kind}({_distinct(rng, kind)}{rng.choice(NUMBERS)})"
+    return call + (f" FILTER (WHERE {rng.choice(FILTERS)})" if rng.random() < 0.35 else "")
+
+
+def draw_windows(rng: random.Random) -> dict[str, str]:
+    slide = rng.choice((1, 2, 5))
+    offset = f", INTERVAL '{rng.choice((1, 2))}' MINUTES" if rng.random() < 0.3 else ""
+    size = rng.choice((1, 2, 5, 10, 15)) * (3 if offset else 1)  # an offset within the size
+    return {
+        "tumble": f"TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{size}' MINUTES{offset})",
+        "hop": f"HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{slide}' MINUTES, "
+               f"INTERVAL '{slide * rng.choice((2, 3, 4))}' MINUTES)",
+        "cumulate": f"CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{slide}' MINUTES, "
+                    f"INTERVAL '{slide * rng.choice((2, 3, 6))}' MINUTES)",
+        "session": f"SESSION(TABLE Bid PARTITION BY supplier_id, DESCRIPTOR(bidtime), "
+                   f"INTERVAL '{rng.choice((1, 2, 3, 5))}' MINUTES)",
+    }
+
+
+def draw_case(seed: int) -> tuple[str, dict[str, str], list[str]]:
+    """A case's comparison (``exact`` or ``double``), its query per window kind and its bids."""
+    rng = random.Random(seed)
+    extremes, null_keys = rng.random() < 0.3, rng.random() < 0.3
+    compare = "double" if rng.random() < 0.25 else "exact"
+    calls = list(dict.fromkeys(draw_call(rng, compare == "double") for _ in range(rng.randint(3, 8))))
+    where = rng.choice(WHERES)
+    found = {}
+    for kind, window in draw_windows(rng).items():
+        kept = [c for c in calls if (kind == "tumble" or not c.startswith(TUMBLE_ONLY))
+                and (kind != "hop" or not c.startswith(NOT_HOP))]
+        # (Under GROUPING SETS, a NULL supplier's windows and the total's have the same key: not comparable.)
+        groupings = [g for g in GROUPINGS if g != "sets" or not null_keys]
+        grouping = "supplier" if kind == "session" else rng.choice(("supplier", "supplier", *groupings))
+        if not kept:
+            continue
+        key, keys = GROUPINGS[grouping]
+        select = ",\n  ".join(f"{call} AS a{i}" for i, call in enumerate(kept))
+        found[kind] = (f"SELECT {key}, window_start, window_end,\n  {select}\nFROM TABLE({window})\n{where}"
+                       f"GROUP BY {keys}window_start, window_end")
+    lines = bids(seed, rng.choice((200, 400, 800)), rng.choice((1800, 7200)), extremes=extremes, null_keys=null_keys)
+    return compare, found, lines
+
+
+def record(folder: Path, first: int, cases: int) -> int:
+    """Each case's rows from Flink, as a fixture of the oracle's format; a query Flink refuses is
+    left out of its case (and said)."""
+    import pyflink
+
+    folder.mkdir(parents=True, exist_ok=True)
+    closes = CLOSER.split(",")[0][:19]
+    for seed in range(first, first + cases):
+        compare, sql, lines = draw_case(seed)
+        queries, rows = {}, {}
+        for kind, query in sql.items():
+            try:
+                found = run_flink(lines, {kind: query})[kind]
+            except Exception as error:  # noqa: BLE001 - Flink's refusal is the case's, not the run's
+                print(f"case {seed} {kind}: Flink refused it: {str(error).splitlines()[0][:200]}")
+                continue
+            # Every window but those the closing bid is in (whatever the grouping makes its key).
+            queries[kind], rows[kind] = query, [row for row in found if str(row[2]) <= closes]
+        fixture = {"command": f"benchmarks/flink_fuzz.py record --seed {seed} --cases 1",
+                   "flink": pyflink.version.__version__, "compare": compare, "columns": COLUMNS, "input": lines,
+                   "queries": queries, "rows": rows}
+        (folder / f"case-{seed:05d}.json").write_text(json.dumps(fixture, indent=1) + "\n")
+        print(f"case {seed}: {compare}, " + ", ".join(f"{kind} {len(r)} windows" for kind, r in rows.items()),
+              flush=True)
+    return 0
+
+
+def compare(folder: Path) -> int:
+    """stategate's rows for every fixture of ``folder`` against Flink's."""
+    from stategate.spark_jobs.session import get_session
+    from tests.spark_jobs.flink_fixtures import assert_equals_flink, ddl, queries
+    from tests.spark_jobs.helpers import collect_pipelines
+
+    spark = get_session("stategate-flink-fuzz")
+    spark.sparkContext.setLogLevel("ERROR")
+    started, windows, different = time.perf_counter(), 0, []
+    fixtures = sorted(folder.glob("case-*.json"))
+    for path in fixtures:
+        recorded = json.loads(path.read_text())
+        if not recorded["queries"]:
+            continue
+        with tempfile.TemporaryDirectory() as work:
+            source = Path(work) / "bids"
+            source.mkdir()
+            *lines, closer = recorded["input"]
+            (source / "0-bids.csv").write_text("\n".join(lines) + "\n")
+            (source / "9-closer.csv").write_text(closer + "\n")
+            script, kinds, pipelines = queries(recorded)
+            try:
+                rows, _ = collect_pipelines(spark, ddl(recorded, source) + script, Path(work) / "checkpoint",
+                                            pipelines)
+                assert_equals_flink(recorded, rows, kinds, pipelines)
+                print(f"{path.name}: {', '.join(kinds)}: equal", flush=True)
+            except Exception as difference:  # noqa: BLE001 - a job failing where Flink ran is a difference too
+                different.append(path.name)
+                print(f"{path.name}: DIFFERENT: {str(difference)[:500]}", flush=True)
+        windows += sum(len(found) for found in recorded["rows"].values())
+    print(f"\n{len(fixtures)} cases, {windows} windows of Flink's in {time.perf_counter() - started:.0f} s")
+    print("RESULT: " + (f"DIFFERENT in {different}" if different else "every window equal to Flink's"))
+    return 1 if different else 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    commands = parser.add_subparsers(dest="command", required=True)
+    recording = commands.add_parser("record", help="Flink's rows for random cases (run with PyFlink's Python)")
+    recording.add_argument("folder", type=Path)
+    recording.add_argument("--seed", type=int, default=1, help="the first case's seed")
+    recording.add_argument("--cases", type=int, default=40)
+    comparing = commands.add_parser("compare", help="stategate's rows against the recorded ones")
+    comparing.add_argument("folder", type=Path)
+    args = parser.parse_args()
+    return record(args.folder, args.seed, args.cases) if args.command == "record" else compare(args.folder)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

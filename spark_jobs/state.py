@@ -601,7 +601,7 @@ def _squared(value: str, slot: Slot) -> str:
     """The square of a value, as SQL: in DOUBLE, or exact where it can be (:func:`_square`)."""
     if slot.family is Family.FLOATING:
         return f"CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE)"
-    return _square(value, _scale(slot))
+    return _square(value, slot.input_type, _scale(slot))
 
 
 def _exact_square(value: str, scale: int) -> str:
@@ -621,12 +621,20 @@ def _power_of_ten(exponent: int) -> str:
     return f"{Decimal(10) ** exponent:f}BD"
 
 
-def _square(value: str, scale: int) -> str:
-    """The square of an exact value of ``scale`` (as SQL) in a DECIMAL(38, 2s): exact below
-    :func:`_exact_below`, past it through DOUBLE, as Flink computes every STDDEV and VARIANCE (a
-    `price * qty` of a DECIMAL(10, 2) and an INT reaches 10^18 and more)."""
-    return (f"CASE WHEN abs({value}) < {_exact_below(scale)} THEN {_exact_square(value, scale)} "
+def _square(value: str, data_type: T.DataType, scale: int) -> str:
+    """The square of an exact value of ``data_type`` and ``scale`` (as SQL) in a DECIMAL(38, 2s):
+    exact below :func:`_exact_below`, past it through DOUBLE, as Flink computes every STDDEV and
+    VARIANCE (a `price * qty` of a DECIMAL(10, 2) and an INT reaches 10^18 and more). A type whose
+    every value is below it (a DECIMAL of up to 18 digits, an INT) needs no test a row."""
+    exact = _exact_square(value, scale)
+    if (data_type.precision if isinstance(data_type, T.DecimalType) else _INTEGER_DIGITS.get(type(data_type), 19)) <= 18:
+        return exact
+    return (f"CASE WHEN abs({value}) < {_exact_below(scale)} THEN {exact} "
             f"ELSE CAST(CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE) AS decimal({MAX_DIGITS},{2 * scale})) END")
+
+
+#: The digits of the integer types below a BIGINT, whose squares are exact.
+_INTEGER_DIGITS = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10}
 
 
 #: No record has this event time: the instant after which :func:`_field` tags its guards.
@@ -844,7 +852,7 @@ def _spread_state(slot: Slot) -> tuple[str, str, str]:
     squared = "x * x"
     if slot.family is not Family.FLOATING:
         value_type, square_type = T.DecimalType(MAX_DIGITS, scale), T.DecimalType(MAX_DIGITS, 2 * scale)
-        squared = _square("x", scale)
+        squared = _square("x", slot.input_type, scale)
     values = f"CAST({quoted(f'dv{slot.index}')} AS {T.ArrayType(value_type).simpleString()})"
     # No value: every result is NULL, as the fields of an empty slot are.
     return (f"CAST(size({values}) AS BIGINT)", _total(values, value_type, scale),

@@ -627,14 +627,18 @@ def _square(value: str, data_type: T.DataType, scale: int) -> str:
     VARIANCE (a `price * qty` of a DECIMAL(10, 2) and an INT reaches 10^18 and more). A type whose
     every value is below it (a DECIMAL of up to 18 digits, an INT) needs no test a row."""
     exact = _exact_square(value, scale)
-    if (data_type.precision if isinstance(data_type, T.DecimalType) else _INTEGER_DIGITS.get(type(data_type), 19)) <= 18:
+    if _squares_exactly(data_type):
         return exact
     return (f"CASE WHEN abs({value}) < {_exact_below(scale)} THEN {exact} "
             f"ELSE CAST(CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE) AS decimal({MAX_DIGITS},{2 * scale})) END")
 
 
-#: The digits of the integer types below a BIGINT, whose squares are exact.
-_INTEGER_DIGITS = {T.ByteType: 3, T.ShortType: 5, T.IntegerType: 10}
+def _squares_exactly(data_type: T.DataType) -> bool:
+    """Whether every value of an exact type is below :func:`_exact_below`: a DECIMAL(p, s)'s are
+    below 10^(p - s), an integer type's below 2^(bits - 1) (an INT's, not a BIGINT's)."""
+    if isinstance(data_type, T.DecimalType):
+        return data_type.precision <= 18
+    return 2 ** (_INTEGER_BITS.get(type(data_type), 64) - 1) <= 10 ** 18
 
 
 #: No record has this event time: the instant after which :func:`_field` tags its guards.

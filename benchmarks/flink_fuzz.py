@@ -158,8 +158,7 @@ def record(folder: Path, first: int, cases: int) -> int:
 def compare(folder: Path) -> int:
     """stategate's rows for every fixture of ``folder`` against Flink's."""
     from stategate.spark_jobs.session import get_session
-    from tests.spark_jobs.flink_fixtures import assert_equals_flink, ddl, queries
-    from tests.spark_jobs.helpers import collect_pipelines
+    from tests.spark_jobs.flink_fixtures import assert_equals_flink, run_fixture
 
     spark = get_session("stategate-flink-fuzz")
     spark.sparkContext.setLogLevel("ERROR")
@@ -170,15 +169,8 @@ def compare(folder: Path) -> int:
         if not recorded["queries"]:
             continue
         with tempfile.TemporaryDirectory() as work:
-            source = Path(work) / "bids"
-            source.mkdir()
-            *lines, closer = recorded["input"]
-            (source / "0-bids.csv").write_text("\n".join(lines) + "\n")
-            (source / "9-closer.csv").write_text(closer + "\n")
-            script, kinds, pipelines = queries(recorded)
             try:
-                rows, _ = collect_pipelines(spark, ddl(recorded, source) + script, Path(work) / "checkpoint",
-                                            pipelines)
+                rows, kinds, pipelines = run_fixture(spark, recorded, Path(work))
                 assert_equals_flink(recorded, rows, kinds, pipelines)
                 print(f"{path.name}: {', '.join(kinds)}: equal", flush=True)
             except Exception as difference:  # noqa: BLE001 - a job failing where Flink ran is a difference too

@@ -45,6 +45,21 @@ def queries(fixture: dict[str, Any], kinds: tuple[str, ...] = ()) -> tuple[str, 
 DOUBLE_DIGITS = Decimal("1e-14")
 
 
+def run_fixture(spark: Any, fixture: dict[str, Any], work: Path) -> tuple[dict[str, list], list[str], list[str]]:
+    """stategate's rows for each of the fixture's queries, over its bids written under ``work`` (the
+    closing bid a file of its own), with the queries' window kinds and pipelines' names."""
+    from tests.spark_jobs.helpers import collect_pipelines
+
+    source = work / "bids"
+    source.mkdir()
+    *bids, closer = fixture["input"]
+    (source / "0-bids.csv").write_text("\n".join(bids) + "\n")
+    (source / "9-closer.csv").write_text(closer + "\n")
+    script, kinds, pipelines = queries(fixture)
+    rows, _ = collect_pipelines(spark, ddl(fixture, source) + script, work / "checkpoint", pipelines)
+    return rows, kinds, pipelines
+
+
 def same(ours: object, flink: object, compare: str) -> bool:
     if isinstance(flink, float) and isinstance(ours, float):  # summed in another order
         return (math.isnan(flink) and math.isnan(ours)) or math.isclose(ours, flink, rel_tol=1e-9) \

@@ -16,20 +16,14 @@ from pathlib import Path
 import pytest
 
 from stategate.spark_jobs.lifecycle import JobFailed
-from tests.spark_jobs.flink_fixtures import FIXTURES, assert_equals_flink, ddl, fixtures, queries
+from tests.spark_jobs.flink_fixtures import FIXTURES, assert_equals_flink, ddl, fixtures, run_fixture
 from tests.spark_jobs.helpers import collect_pipelines
 
 
 @pytest.mark.parametrize("fixture", fixtures(), ids=lambda p: p.stem)
 def test_every_window_kind_equals_flink(spark, tmp_path, fixture: Path) -> None:
     recorded = json.loads(fixture.read_text())
-    source = tmp_path / "bids"
-    source.mkdir()
-    *bids, closer = recorded["input"]
-    (source / "0-bids.csv").write_text("\n".join(bids) + "\n")
-    (source / "9-closer.csv").write_text(closer + "\n")
-    script, kinds, pipelines = queries(recorded)
-    rows, _ = collect_pipelines(spark, ddl(recorded, source) + script, tmp_path / "checkpoint", pipelines)
+    rows, kinds, pipelines = run_fixture(spark, recorded, tmp_path)
     assert_equals_flink(recorded, rows, kinds, pipelines)
 
 

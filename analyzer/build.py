@@ -8,7 +8,7 @@ type: DDL fills the catalog, ``SET`` fills settings, ``INSERT INTO`` / ``SELECT`
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
@@ -174,21 +174,16 @@ def _build(sql: str, source: str) -> JobModel:
     statements = parse_statements(sql, source)
     if not statements:
         raise SQLModelError("the script has no statements (only comments)", source=source)
-    tables: dict[str, Table] = {}
-    views: dict[str, exp.Query] = {}
-    view_models: dict[str, View] = {}
-    functions: dict[str, Function] = {}
-    settings: dict[str, str] = {}
-    queries: list[tuple[Statement, str | None, exp.Expr]] = []
+    script = _Script()
     for statement in statements:
         try:
-            _dispatch(statement, tables, views, view_models, functions, settings, queries)
+            script.dispatch(statement)
         except SQLModelError as error:
             raise _locate(error, source, statement) from None
-    resolver = Resolver(tables, views, functions)
+    resolver = Resolver(script.tables, script.views, script.functions)
     pipelines: list[Pipeline] = []
     resolved: dict[int, Relation] = {}  # a query body shared by several INSERTs resolves once
-    for index, (statement, sink, query) in enumerate(queries, start=1):
+    for index, (statement, sink, query) in enumerate(script.queries, start=1):
         try:
             relation = resolved.get(id(query)) or resolver.query(query)
         except SQLModelError as error:
@@ -196,7 +191,7 @@ def _build(sql: str, source: str) -> JobModel:
         resolved[id(query)] = relation
         pipelines.append(_pipeline(relation, sink, index, statement))
     return JobModel(
-        tables=tables, views=view_models, functions=functions, settings=settings,
+        tables=script.tables, views=script.view_models, functions=script.functions, settings=script.settings,
         pipelines=tuple(pipelines), source=source,
     )
 
@@ -220,45 +215,80 @@ def _locate(error: SQLModelError, source: str, statement: Statement) -> SQLModel
     )
 
 
-def _dispatch(statement, tables, views, view_models, functions, settings, queries) -> None:
-    node = statement.node
-    if isinstance(node, exp.Create):
+@dataclass
+class _Script:
+    """What a script's statements declare, in their order. A table and a view share one namespace,
+    functions another; as on Flink, a second CREATE of a name is refused (a query would otherwise
+    read whichever definition came last, wherever it stands), and with IF NOT EXISTS it is skipped,
+    the first kept."""
+
+    tables: dict[str, Table] = field(default_factory=dict)
+    views: dict[str, exp.Query] = field(default_factory=dict)
+    view_models: dict[str, View] = field(default_factory=dict)
+    functions: dict[str, Function] = field(default_factory=dict)
+    settings: dict[str, str] = field(default_factory=dict)
+    queries: list[tuple[Statement, str | None, exp.Expr]] = field(default_factory=list)
+    #: Where each name was declared, by namespace ("TABLE" for tables and views) and name.
+    declared: dict[tuple[str, str], int] = field(default_factory=dict)
+
+    def dispatch(self, statement: Statement) -> None:
+        node = statement.node
+        if isinstance(node, exp.Create):
+            self._create(node, statement.line)
+        elif isinstance(node, exp.Set):
+            for item in node.expressions:
+                assignment = item.this
+                if not isinstance(assignment, exp.EQ):
+                    raise SQLModelError("SET expects 'key' = 'value'")
+                self.settings[assignment.this.name] = assignment.expression.name
+        elif isinstance(node, exp.Insert):
+            target = node.this
+            sink = target.this.name if isinstance(target, exp.Schema) else target.name
+            if node.expression is None:
+                raise SQLModelError(f"INSERT INTO {sink} has no query")
+            self.queries.append((statement, sink, _with_leading_ctes(node)))
+        elif isinstance(node, (exp.Select, exp.Subquery)):
+            self.queries.append((statement, None, node))
+        elif isinstance(node, exp.Query):
+            raise SQLModelError(f"unsupported query form {node.key.upper()}: only SELECT queries are supported")
+        else:
+            raise SQLModelError(
+                f"unsupported statement {_first_line(statement.text).split(' ')[0].upper()}: expected "
+                "CREATE TABLE / TEMPORARY VIEW / FUNCTION, SET, INSERT INTO or SELECT"
+            )
+
+    def _create(self, node: exp.Create, line: int) -> None:
         kind = (node.args.get("kind") or "").upper()
+        if kind not in ("TABLE", "VIEW", "FUNCTION"):
+            raise SQLModelError(f"unsupported statement CREATE {kind}")
+        if not self._declares(node, kind, line):
+            return
         if kind == "TABLE":
-            table = _table(node, statement.line)
-            tables[table.name] = table
+            table = _table(node, line)
+            self.tables[table.name] = table
         elif kind == "VIEW":
             name = node.this.name
             if not isinstance(node.expression, exp.Query):
                 raise SQLModelError(f"CREATE TEMPORARY VIEW {name} needs AS SELECT ...")
-            views[name] = node.expression
-            view_models[name] = View(name, node.expression.sql(dialect=Flink))
-        elif kind == "FUNCTION":
-            function = _function(node)
-            functions[function.name] = function
+            self.views[name] = node.expression
+            self.view_models[name] = View(name, node.expression.sql(dialect=Flink))
         else:
-            raise SQLModelError(f"unsupported statement CREATE {kind}")
-    elif isinstance(node, exp.Set):
-        for item in node.expressions:
-            assignment = item.this
-            if not isinstance(assignment, exp.EQ):
-                raise SQLModelError("SET expects 'key' = 'value'")
-            settings[assignment.this.name] = assignment.expression.name
-    elif isinstance(node, exp.Insert):
-        target = node.this
-        sink = target.this.name if isinstance(target, exp.Schema) else target.name
-        if node.expression is None:
-            raise SQLModelError(f"INSERT INTO {sink} has no query")
-        queries.append((statement, sink, _with_leading_ctes(node)))
-    elif isinstance(node, (exp.Select, exp.Subquery)):
-        queries.append((statement, None, node))
-    elif isinstance(node, exp.Query):
-        raise SQLModelError(f"unsupported query form {node.key.upper()}: only SELECT queries are supported")
-    else:
-        raise SQLModelError(
-            f"unsupported statement {_first_line(statement.text).split(' ')[0].upper()}: expected "
-            "CREATE TABLE / TEMPORARY VIEW / FUNCTION, SET, INSERT INTO or SELECT"
-        )
+            function = _function(node)
+            self.functions[function.name] = function
+
+    def _declares(self, node: exp.Create, kind: str, line: int) -> bool:
+        """Whether the CREATE at ``line`` declares its name: False for IF NOT EXISTS of a declared one."""
+        name = node.this.this.name if isinstance(node.this, exp.Schema) else node.this.name
+        namespace = "FUNCTION" if kind == "FUNCTION" else "TABLE"
+        first = self.declared.get((namespace, name))
+        if first is None:
+            self.declared[namespace, name] = line
+            return True
+        if node.args.get("exists"):
+            return False
+        what = "function" if kind == "FUNCTION" else "table or view"
+        raise SQLModelError(f"{name} is already declared, at line {first}: Flink refuses a second CREATE of a {what} "
+                            "name; use another name, or CREATE ... IF NOT EXISTS to keep the first")
 
 
 def _with_leading_ctes(insert: exp.Insert) -> exp.Expr:

@@ -8,7 +8,9 @@ of each kind with its size, slide or step drawn (a TUMBLE offset now and then); 
 supplier, by nothing, by a computed key, by ``GROUPING SETS``; a SESSION by its partition); a
 ``WHERE`` now and then; and bids with NULLs in every column, INTs at their range's ends and NULL
 keys now and then (``flink_oracle.bids``). STDDEV and VARIANCE get cases of their own, compared as
-``test_flink_equality`` compares them (Flink computes them in DOUBLE).
+``test_flink_equality`` compares them (Flink computes them in DOUBLE). A case's shape is the
+aggregation itself, or now and then what reads it: a cascade (a TUMBLE window over the aggregation's
+``window_time``, aggregating its results) or a window Top-N (``ROW_NUMBER()`` per window).
 
 ``record`` runs each case through PyFlink, in a venv of its own as for the oracle, and writes it in
 the oracle's fixture format; ``compare`` runs every fixture of the folder through stategate and
@@ -57,20 +59,26 @@ GROUPINGS = {"supplier": ("supplier_id", "supplier_id, "), "none": ("'all' AS su
              "sets": ("supplier_id", "GROUPING SETS ((supplier_id), ()), ")}
 WHERES = ("", "", "WHERE qty IS NOT NULL\n", "WHERE price > 50 OR score < 0\n")
 SEPARATORS = ("", ", ';'", ", ' | '")
+#: What ARRAY_AGG and COLLECT take: Flink writes a DOUBLE as text otherwise than Python, and cannot hand
+#: a MULTISET of times to Python.
+ELEMENTS = ("price", "qty", "supplier_id", "price * qty", "CAST(qty AS BIGINT)", "qty > 40")
+#: A cascade's aggregates over each result of the aggregation it reads (``{}``).
+OVER_RESULTS = ("SUM({})", "MIN({})", "MAX({})", "COUNT({})", "AVG({})", "SUM({}) FILTER (WHERE {} > 0)")
 
 
 def _distinct(rng: random.Random, function: str) -> str:
     return "DISTINCT " if function in WITH_DISTINCT and rng.random() < 0.2 else ""
 
 
-def draw_call(rng: random.Random, variance: bool) -> str:
+def draw_call(rng: random.Random, variance: bool, numeric: bool = False) -> str:
     """One SELECT item over the groups: an aggregate call (with its FILTER now and then), or an
-    expression over aggregates."""
+    expression over aggregates; ``numeric``: one whose result is a number."""
     if variance:
         call = f"{rng.choice(VARIANCES)}({'DISTINCT ' if rng.random() < 0.2 else ''}{rng.choice(NUMBERS)})"
     else:
-        kind = rng.choice(("COUNT", "COUNT(*)", "SUM", "MIN", "MAX", "AVG", "FIRST_VALUE", "LAST_VALUE", "LISTAGG",
-                           "JSON_ARRAYAGG", "TEXT", "TIME", "OVER"))
+        kind = rng.choice(("COUNT", "COUNT(*)", "SUM", "MIN", "MAX", "AVG") if numeric else (
+            "COUNT", "COUNT(*)", "SUM", "MIN", "MAX", "AVG", "FIRST_VALUE", "LAST_VALUE", "LISTAGG", "JSON_ARRAYAGG",
+            "ARRAY_AGG", "COLLECT", "TEXT", "TIME", "OVER"))
         if kind == "OVER":
             return rng.choice(OVER_AGGREGATES)
         if kind == "COUNT(*)":
@@ -84,6 +92,12 @@ def draw_call(rng: random.Random, variance: bool) -> str:
             call = f"LISTAGG({rng.choice(TEXTS)}{rng.choice(SEPARATORS)})"
         elif kind == "JSON_ARRAYAGG":  # Flink's parser takes no FILTER after it
             return f"JSON_ARRAYAGG({rng.choice(JSON_VALUES)}{rng.choice(('', ' NULL ON NULL'))})"
+        elif kind == "ARRAY_AGG":
+            if rng.random() < 0.3:  # Flink's parser takes no FILTER after IGNORE NULLS
+                return f"ARRAY_AGG({rng.choice(ELEMENTS)} IGNORE NULLS)"
+            call = f"ARRAY_AGG({rng.choice(ELEMENTS)})"
+        elif kind == "COLLECT":
+            call = f"COLLECT({rng.choice(ELEMENTS)})"
         else:
             call = f"{kind}({_distinct(rng, kind)}{rng.choice(NUMBERS)})"
     return call + (f" FILTER (WHERE {rng.choice(FILTERS)})" if rng.random() < 0.35 else "")
@@ -104,28 +118,64 @@ def draw_windows(rng: random.Random) -> dict[str, str]:
     }
 
 
-def draw_case(seed: int) -> tuple[str, dict[str, str], list[str]]:
-    """A case's comparison (``exact`` or ``double``), its query per window kind and its bids."""
+def as_flink(call: str) -> str:
+    """A call as Flink's side of the fixture runs it: an ARRAY_AGG cast to text, which is how Flink
+    hands an array with a NULL to Python (``flink_oracle.AS_TEXT``; the fixtures' helper writes
+    stategate's arrays the same way)."""
+    return f"CAST({call} AS STRING)" if call.startswith("ARRAY_AGG") else call
+
+
+def draw_case(seed: int) -> tuple[str, dict[str, tuple[str, str]], list[str]]:
+    """A case's comparison (``exact`` or ``double``), its query per window kind (stategate's, and
+    Flink's where it casts an array to text) and its bids."""
     rng = random.Random(seed)
     extremes, null_keys = rng.random() < 0.3, rng.random() < 0.3
     compare = "double" if rng.random() < 0.25 else "exact"
-    calls = list(dict.fromkeys(draw_call(rng, compare == "double") for _ in range(rng.randint(3, 8))))
+    shape = rng.choice(("aggregation", "aggregation", "aggregation", "cascade", "top-n"))
+    calls = list(dict.fromkeys(draw_call(rng, compare == "double", numeric=shape == "cascade")
+                               for _ in range(rng.randint(3, 8))))
     where = rng.choice(WHERES)
+    outer = [rng.choice(OVER_RESULTS).format(f"a{i}", f"a{i}") for i in range(len(calls))]
+    top = (rng.choice(("DESC", "ASC")), rng.randint(1, 3))
     found = {}
     for kind, window in draw_windows(rng).items():
-        kept = [c for c in calls if (kind == "tumble" or not c.startswith(TUMBLE_ONLY))
+        kept = [i for i, c in enumerate(calls) if (kind == "tumble" or not c.startswith(TUMBLE_ONLY))
                 and (kind != "hop" or not c.startswith(NOT_HOP))]
-        # (Under GROUPING SETS, a NULL supplier's windows and the total's have the same key: not comparable.)
-        groupings = [g for g in GROUPINGS if g != "sets" or not null_keys]
+        # (Under GROUPING SETS, a NULL supplier's windows and the total's have the same key: not
+        # comparable; what reads an aggregation is drawn over a grouping by one key or none.)
+        groupings = [g for g in GROUPINGS if g != "sets" or not (null_keys or shape != "aggregation")]
         grouping = "supplier" if kind == "session" else rng.choice(("supplier", "supplier", *groupings))
         if not kept:
             continue
         key, keys = GROUPINGS[grouping]
-        select = ",\n  ".join(f"{call} AS a{i}" for i, call in enumerate(kept))
-        found[kind] = (f"SELECT {key}, window_start, window_end,\n  {select}\nFROM TABLE({window})\n{where}"
-                       f"GROUP BY {keys}window_start, window_end")
+        # (The engine runs no window over a HOP's or CUMULATE's results: those kinds' own aggregation.)
+        found[kind] = tuple(
+            _shaped("aggregation" if shape == "cascade" and kind in ("hop", "cumulate") else shape, f"{kind.title()}Windows", f"SELECT {key}, window_start, window_end,\n  "
+                    + ",\n  ".join(f"{form(calls[i])} AS a{i}" for i in kept)
+                    + f"\nFROM TABLE({window})\n{where}GROUP BY {keys}window_start, window_end",
+                    [outer[i] for i in kept], top)
+            for form in (str, as_flink))
     lines = bids(seed, rng.choice((200, 400, 800)), rng.choice((1800, 7200)), extremes=extremes, null_keys=null_keys)
     return compare, found, lines
+
+
+def _shaped(shape: str, view: str, aggregation: str, outer: list[str], top: tuple[str, int]) -> str:
+    """The query of a case's shape over its ``aggregation``: itself; a cascade, a TUMBLE window of
+    ``outer`` calls over the aggregation's windows (read by their ``window_time`` from ``view``, a
+    name of the kind's own: a script defines a view once); or its ``top`` rows per window by their
+    count, then their key."""
+    if shape == "cascade":
+        inner = aggregation.replace("window_start, window_end,", "window_time,", 1) + ", window_time"
+        select = ",\n  ".join(f"{call} AS a{i}" for i, call in enumerate(outer))
+        return (f"CREATE TEMPORARY VIEW {view} AS\n{inner};\nSELECT supplier_id, window_start, window_end, "
+                f"COUNT(*) AS n,\n  {select}\nFROM TABLE(TUMBLE(TABLE {view}, DESCRIPTOR(window_time), "
+                "INTERVAL '30' MINUTES))\nGROUP BY supplier_id, window_start, window_end")
+    if shape == "top-n":
+        order, rows = top
+        counted = aggregation.replace("window_start, window_end,", "window_start, window_end, COUNT(*) AS n,", 1)
+        return (f"SELECT * FROM (\n  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end "
+                f"ORDER BY n {order}, supplier_id {order}) AS rownum\n  FROM (\n{counted}))\nWHERE rownum <= {rows}")
+    return aggregation
 
 
 def record(folder: Path, first: int, cases: int) -> int:
@@ -138,9 +188,9 @@ def record(folder: Path, first: int, cases: int) -> int:
     for seed in range(first, first + cases):
         compare, sql, lines = draw_case(seed)
         queries, rows = {}, {}
-        for kind, query in sql.items():
+        for kind, (query, flinks) in sql.items():
             try:
-                found = run_flink(lines, {kind: query})[kind]
+                found = run_flink(lines, {kind: flinks})[kind]
             except Exception as error:  # noqa: BLE001 - Flink's refusal is the case's, not the run's
                 print(f"case {seed} {kind}: Flink refused it: {str(error).splitlines()[0][:200]}")
                 continue

@@ -182,6 +182,32 @@ def test_a_temporary_system_function_is_a_function_like_any_other() -> None:
     assert compare(tvf("a, SUM(b)"), used).verdict is Verdict.UNKNOWN
 
 
+VIEW_V = "CREATE TEMPORARY VIEW V AS SELECT a, b, ts FROM MyTable WHERE b > {};\n"
+
+
+@pytest.mark.parametrize("script, line, first", [
+    (VIEW_V.format(1) + VIEW_V.format(2) + tvf("a, SUM(b)", source="V"), 2, 1),
+    # a view named like a table: one namespace, as on Flink
+    ("CREATE TEMPORARY VIEW MyTable AS SELECT 1 AS a;\n" + tvf("a, SUM(b)"), 1, 0),
+    # two on one line
+    (VIEW_V.format(1).strip() + " " + VIEW_V.format(2) + tvf("a, SUM(b)", source="V"), 1, 1),
+    ("CREATE FUNCTION f AS 'pkg.F';\nCREATE TEMPORARY FUNCTION f AS 'pkg.G';\n" + tvf("a, SUM(b)"), 2, 1),
+])
+def test_a_name_declared_twice_is_refused_naming_both_places(script: str, line: int, first: int) -> None:
+    """As Flink refuses it: else a query would read whichever definition came last, wherever it stands
+    (a fuzz case against Flink ran a cascade over another query's view of the same name)."""
+    seed_table = "CREATE TABLE MyTable (a STRING, b BIGINT, ts TIMESTAMP(3)) WITH ('connector' = 'datagen');\n"
+    message = refused(seed_table + script)
+    assert message.startswith(f"{SOURCE}:{line + 1}:") and f"already declared, at line {first + 1}" in message, message
+
+
+def test_if_not_exists_keeps_the_first_declaration() -> None:
+    script = VIEW_V.format(1) + VIEW_V.format(2).replace("VIEW V", "VIEW IF NOT EXISTS V") + tvf("a, SUM(b)", source="V")
+    model = build("CREATE TABLE MyTable (a STRING, b BIGINT, ts TIMESTAMP(3)) WITH ('connector' = 'datagen');\n"
+                  + script)
+    assert "> 1" in model.views["V"].sql
+
+
 @pytest.mark.parametrize("depth", [100, 500])
 def test_expressions_nested_hundreds_deep_are_analysed(depth: int) -> None:
     assert check(WINDOW_QUERY, nested_parentheses(depth)) == "FULL"

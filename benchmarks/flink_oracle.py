@@ -245,6 +245,14 @@ FAMILIES = {
                           "VARIANCE(DISTINCT COALESCE({c}, 0))", "STDDEV_SAMP(COALESCE({c}, 0) + 1) FILTER (WHERE qty > 40)",
                           "VAR_POP(COALESCE({c}, 0))", "STDDEV_SAMP({c})", "VAR_SAMP(CAST(COALESCE({c}, 0) AS SMALLINT))"),
                          "double", ("qty", "score")),
+    # STDDEV and VARIANCE of equal floating-point values: Flink's Welford mean and M2 (WELFORD_M2)
+    # are 0 over them, where sums of 0.1 and of its squares leave a rounding (-1.2e-18 for three:
+    # a STDDEV of NaN).
+    "steady_spreads": (("STDDEV_POP(CAST({c} * 0 + 0.1 AS DOUBLE))", "VAR_SAMP(CAST({c} * 0 + 0.7 AS DOUBLE))",
+                        "STDDEV_SAMP(CAST({c} * 0 AS DOUBLE) + 123.456)", "VAR_POP(CAST({c} * 0 + 0.1 AS FLOAT))",
+                        "STDDEV_POP(CAST({c} * 0 + 0.1 AS DOUBLE)) FILTER (WHERE qty > 40)",
+                        "VARIANCE(DISTINCT CAST({c} * 0 + 0.3 AS DOUBLE))"),
+                       "double", ("price", "score")),
     # DISTINCT sums and spreads of decimals of a large scale (``price / 3`` is a DECIMAL(21, 13)):
     # each addition of a set's values keeps the whole scale.
     "distinct_scales": (("STDDEV_SAMP(DISTINCT {c} / 3)", "VAR_POP(DISTINCT {c} / 7) FILTER (WHERE qty > 40)",

@@ -884,11 +884,19 @@ def _spread(slot: Slot, count: str, total: str, squares: str) -> str:
     for a STDDEV. Exact numbers keep Flink's scales: the result's scale ``r`` (the argument's, at
     least 6), ``2r`` for squares, each division rounded half up to ``2r`` (every operand's type is
     chosen so that Spark keeps that scale exactly); the square root goes through DOUBLE. Integers
-    and floating point are computed in DOUBLE, and the result cast to the argument's type."""
+    and floating point are computed in DOUBLE, and the result cast to the argument's type; a
+    floating-point spread within the sums' rounding of zero is zero, as Flink's over equal values."""
     divisor = f"({count} - 1)" if slot.result.sample else count
     divisor = f"CASE WHEN {divisor} != 0 THEN {divisor} END"
     if slot.family is Family.FLOATING:
-        variance = f"(({squares}) - ({total}) * ({total}) / {count}) / {divisor}"
+        spread = f"(({squares}) - ({total}) * ({total}) / {count})"
+        if not isinstance(slot.input_type, T.IntegralType):
+            # Flink's running mean and M2 (WELFORD_M2) give 0 over equal values; the sums of a
+            # floating-point value and of its squares differ by up to about n units of the squares'
+            # last place (0.1 three times: -1.2e-18, a STDDEV of NaN). A spread within that of zero
+            # is zero. (Integers' sums are exact below 2^53: theirs stands.)
+            spread = f"CASE WHEN {spread} <= {count} * {_DOUBLE_EPSILON} * ({squares}) THEN 0D ELSE {spread} END"
+        variance = f"{spread} / {divisor}"
         if slot.result.root:
             variance = f"pow({variance}, 0.5D)"
         return _floating_result(variance, slot.input_type)
@@ -904,6 +912,10 @@ def _spread(slot: Slot, count: str, total: str, squares: str) -> str:
         return f"try_cast(pow(CASE WHEN {fits} THEN CAST({exact} AS DOUBLE) ELSE {floating} END, 0.5D) " \
                f"AS decimal(38,{scale}))"
     return f"CASE WHEN {fits} THEN CAST({exact} AS decimal(38,{scale})) ELSE try_cast({floating} AS decimal(38,{scale})) END"
+
+
+#: The distance from 1 to the next DOUBLE (2^-52): a sum's rounding, relative to the sum, per addition.
+_DOUBLE_EPSILON = "2.220446049250313E-16D"
 
 
 def _floating_result(value: str, data_type: T.DataType) -> str:

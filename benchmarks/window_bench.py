@@ -76,6 +76,11 @@ TOPS = {
     # has no multiset aggregate, and its list is what a user would keep.
     "COLLECT": Top("MULTISET<DECIMAL(10, 2)>", "COLLECT(price)", "collect_list({})", differs=True,
                    builtin_type="ARRAY<DECIMAL(10, 2)>"),
+    # Each bid's price under its time (no two bids share a millisecond: generate()); Spark's own
+    # keeps the pairs in a list and writes them as a map.
+    "JSON_OBJECTAGG": Top("STRING", "JSON_OBJECTAGG(KEY CAST(bidtime AS STRING) VALUE price)",
+                          "to_json(map_from_entries(collect_list(struct(CAST(bidtime AS STRING), {}))))",
+                          differs=True),
     # VVR's default accuracy, 0.99, against Spark's HyperLogLog++ at the same relative error.
     "APPROX_COUNT_DISTINCT": Top("BIGINT", "APPROX_COUNT_DISTINCT(price)", "approx_count_distinct({}, 0.01)",
                                  differs=True),
@@ -162,15 +167,24 @@ def builtin_frame(case: Case, frame):
 
 
 def generate(directory: Path, rows: int, keys: int, minutes: int, files: int, seed: int = 7) -> None:
-    """Bids in event-time order, a few seconds out of order, split into files read one per batch."""
+    """Bids in event-time order, a few seconds out of order, split into files read one per batch.
+    No two bids share a millisecond (a later one moves to the next free one), so a bid's time is a
+    key JSON_OBJECTAGG can take."""
     rng = random.Random(seed)
     directory.mkdir(parents=True)
     per_file = rows // files
     step = minutes * 60 / rows
+    taken: set[int] = set()  # the milliseconds of the last few seconds' bids
     for index in range(files):
         lines = []
         for i in range(index * per_file, (index + 1) * per_file):
-            ts = START + timedelta(seconds=i * step + rng.uniform(0, 2))
+            at = int((i * step + rng.uniform(0, 2)) * 1000)
+            while at in taken:
+                at += 1
+            taken.add(at)
+            if len(taken) > 100_000:  # bids more than the jitter apart cannot meet
+                taken = {t for t in taken if t > (i * step - 3) * 1000}
+            ts = START + timedelta(milliseconds=at)
             # Sessions need gaps: each supplier bids in bursts.
             supplier = f"s{(i // 37) % keys if rng.random() < 0.8 else rng.randrange(keys):04d}"
             lines.append(f"{ts:%Y-%m-%d %H:%M:%S}.{ts.microsecond // 1000:03d},{rng.uniform(1, 100):.2f},{supplier}\n")

@@ -107,19 +107,35 @@ def draw_call(rng: random.Random, variance: bool, numeric: bool = False) -> str:
     return call + (f" FILTER (WHERE {rng.choice(FILTERS)})" if rng.random() < 0.35 else "")
 
 
-def draw_windows(rng: random.Random) -> dict[str, str]:
+def draw_windows(rng: random.Random) -> dict[str, tuple[str, str]]:
+    """Each kind's window: its TVF, and its legacy group window where Flink has one (none for
+    CUMULATE, nor for a TUMBLE with an offset)."""
     slide = rng.choice((1, 2, 5))
     offset = f", INTERVAL '{rng.choice((1, 2))}' MINUTES" if rng.random() < 0.3 else ""
     size = rng.choice((1, 2, 5, 10, 15)) * (3 if offset else 1)  # an offset within the size
+    hop, cumulate, gap = slide * rng.choice((2, 3, 4)), slide * rng.choice((2, 3, 6)), rng.choice((1, 2, 3, 5))
     return {
-        "tumble": f"TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{size}' MINUTES{offset})",
-        "hop": f"HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{slide}' MINUTES, "
-               f"INTERVAL '{slide * rng.choice((2, 3, 4))}' MINUTES)",
-        "cumulate": f"CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{slide}' MINUTES, "
-                    f"INTERVAL '{slide * rng.choice((2, 3, 6))}' MINUTES)",
-        "session": f"SESSION(TABLE Bid PARTITION BY supplier_id, DESCRIPTOR(bidtime), "
-                   f"INTERVAL '{rng.choice((1, 2, 3, 5))}' MINUTES)",
+        "tumble": (f"TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{size}' MINUTES{offset})",
+                   "" if offset else f"TUMBLE(bidtime, INTERVAL '{size}' MINUTES)"),
+        "hop": (f"HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{slide}' MINUTES, INTERVAL '{hop}' MINUTES)",
+                f"HOP(bidtime, INTERVAL '{slide}' MINUTES, INTERVAL '{hop}' MINUTES)"),
+        "cumulate": (f"CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{slide}' MINUTES, "
+                     f"INTERVAL '{cumulate}' MINUTES)", ""),
+        "session": (f"SESSION(TABLE Bid PARTITION BY supplier_id, DESCRIPTOR(bidtime), INTERVAL '{gap}' MINUTES)",
+                    f"SESSION(bidtime, INTERVAL '{gap}' MINUTES)"),
     }
+
+
+def _grouped(window: str, group_window: str, key: str, keys: str, select: str, where: str) -> str:
+    """An aggregation of ``select`` by ``keys`` and a window: of the TVF ``window``, or, where
+    ``group_window`` is given, of that legacy group window (its start and end written as the TVF's
+    columns are)."""
+    if group_window:
+        function, arguments = group_window.split("(", 1)
+        return (f"SELECT {key}, {function}_START({arguments} AS window_start, {function}_END({arguments} AS "
+                f"window_end,\n  {select}\nFROM Bid\n{where}GROUP BY {keys}{group_window}")
+    return f"SELECT {key}, window_start, window_end,\n  {select}\nFROM TABLE({window})\n{where}" \
+           f"GROUP BY {keys}window_start, window_end"
 
 
 def as_flink(call: str) -> str:
@@ -142,8 +158,9 @@ def draw_case(seed: int) -> tuple[str, dict[str, tuple[str, str]], list[str]]:
     outer = [rng.choice(OVER_RESULTS).format(f"a{i}", f"a{i}") for i in range(len(calls))]
     top = (rng.choice(("DESC", "ASC")), rng.randint(1, 3))
     how, condition = rng.choice(("JOIN", "LEFT JOIN")), rng.choice(FILTERS)
+    legacy = shape == "aggregation" and rng.random() < 0.3
     found = {}
-    for kind, window in draw_windows(rng).items():
+    for kind, (window, group_window) in draw_windows(rng).items():
         kept = [i for i, c in enumerate(calls) if (kind == "tumble" or not c.startswith(TUMBLE_ONLY))
                 and (kind != "hop" or not c.startswith(NOT_HOP))]
         # (Under GROUPING SETS, a NULL supplier's windows and the total's have the same key: not
@@ -153,21 +170,19 @@ def draw_case(seed: int) -> tuple[str, dict[str, tuple[str, str]], list[str]]:
         if not kept:
             continue
         key, keys = GROUPINGS[grouping]
-        grouped = f"\nFROM TABLE({window})\n{{}}GROUP BY {keys}window_start, window_end"
         # (The other side's sessions are this side's, its bids filtered per aggregate: where two
         # sides' sessions differ, Flink's planner may join them as a regular join, by their starts
         # too, which stategate does not follow; docs/pages/sql.md, window joins.)
         if kind == "session":
-            other = (f"SELECT {key}, window_start, window_end, COUNT(*) FILTER (WHERE {condition}) AS m, "
-                     f"MAX(qty) FILTER (WHERE {condition}) AS mq" + grouped.format(where))
+            other = _grouped(window, "", key, keys, f"COUNT(*) FILTER (WHERE {condition}) AS m, "
+                             f"MAX(qty) FILTER (WHERE {condition}) AS mq", where)
         else:
-            other = f"SELECT {key}, window_start, window_end, COUNT(*) AS m, MAX(qty) AS mq" + grouped.format(
-                f"WHERE {condition}\n")
+            other = _grouped(window, "", key, keys, "COUNT(*) AS m, MAX(qty) AS mq", f"WHERE {condition}\n")
         # (The engine runs no window over a HOP's or CUMULATE's results: those kinds' own aggregation.)
         found[kind] = tuple(
             _shaped("aggregation" if shape == "cascade" and kind in ("hop", "cumulate") else shape, kind.title(),
-                    f"SELECT {key}, window_start, window_end,\n  "
-                    + ",\n  ".join(f"{form(calls[i])} AS a{i}" for i in kept) + grouped.format(where),
+                    _grouped(window, group_window if legacy else "", key, keys,
+                             ",\n  ".join(f"{form(calls[i])} AS a{i}" for i in kept), where),
                     [outer[i] for i in kept], top, (how, other))
             for form in (str, as_flink))
     lines = bids(seed, rng.choice((200, 400, 800)), rng.choice((1800, 7200)), extremes=extremes, null_keys=null_keys)

@@ -182,6 +182,7 @@ def test_a_temporary_system_function_is_a_function_like_any_other() -> None:
     assert compare(tvf("a, SUM(b)"), used).verdict is Verdict.UNKNOWN
 
 
+MY_TABLE = "CREATE TABLE MyTable (a STRING, b BIGINT, ts TIMESTAMP(3)) WITH ('connector' = 'datagen');\n"
 VIEW_V = "CREATE TEMPORARY VIEW V AS SELECT a, b, ts FROM MyTable WHERE b > {};\n"
 
 
@@ -196,15 +197,13 @@ VIEW_V = "CREATE TEMPORARY VIEW V AS SELECT a, b, ts FROM MyTable WHERE b > {};\
 def test_a_name_declared_twice_is_refused_naming_both_places(script: str, line: int, first: int) -> None:
     """As Flink refuses it: else a query would read whichever definition came last, wherever it stands
     (a fuzz case against Flink ran a cascade over another query's view of the same name)."""
-    seed_table = "CREATE TABLE MyTable (a STRING, b BIGINT, ts TIMESTAMP(3)) WITH ('connector' = 'datagen');\n"
-    message = refused(seed_table + script)
+    message = refused(MY_TABLE + script)
     assert message.startswith(f"{SOURCE}:{line + 1}:") and f"already declared, at line {first + 1}" in message, message
 
 
 def test_if_not_exists_keeps_the_first_declaration() -> None:
     script = VIEW_V.format(1) + VIEW_V.format(2).replace("VIEW V", "VIEW IF NOT EXISTS V") + tvf("a, SUM(b)", source="V")
-    model = build("CREATE TABLE MyTable (a STRING, b BIGINT, ts TIMESTAMP(3)) WITH ('connector' = 'datagen');\n"
-                  + script)
+    model = build(MY_TABLE + script)
     assert "> 1" in model.views["V"].sql
 
 

@@ -161,8 +161,9 @@ def draw_case(seed: int) -> tuple[str, dict[str, tuple[str, str]], list[str]]:
     legacy = shape == "aggregation" and rng.random() < 0.3
     found = {}
     for kind, (window, group_window) in draw_windows(rng).items():
+        # (Flink 2.3 finds no implementation of the JSON aggregates for a legacy group window.)
         kept = [i for i, c in enumerate(calls) if (kind == "tumble" or not c.startswith(TUMBLE_ONLY))
-                and (kind != "hop" or not c.startswith(NOT_HOP))]
+                and (kind != "hop" or not c.startswith(NOT_HOP)) and not (legacy and c.startswith("JSON_"))]
         # (Under GROUPING SETS, a NULL supplier's windows and the total's have the same key: not
         # comparable; what reads an aggregation is drawn over a grouping by one key or none.)
         groupings = [g for g in GROUPINGS if g != "sets" or not (null_keys or shape != "aggregation")]

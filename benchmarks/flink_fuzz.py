@@ -8,10 +8,11 @@ of each kind with its size, slide or step drawn (a TUMBLE offset now and then); 
 supplier, by nothing, by a computed key, by ``GROUPING SETS``; a SESSION by its partition); a
 ``WHERE`` now and then; and bids with NULLs in every column, INTs at their range's ends and NULL
 keys now and then (``flink_oracle.bids``). STDDEV and VARIANCE get cases of their own, compared as
-``test_flink_equality`` compares them (Flink computes them in DOUBLE). A case's shape is the
-aggregation itself, or now and then what reads it: a cascade (a TUMBLE window over the aggregation's
-``window_time``, aggregating its results), a window Top-N (``ROW_NUMBER()`` per window) or a window join (inner or
-left, with another aggregation of the same windows over filtered bids).
+``test_flink_equality`` compares them (Flink computes them in DOUBLE). An aggregation is written
+with a legacy group window now and then. A case's shape is the aggregation itself, or now and then
+what reads it: a cascade (a window of any kind over the aggregation's ``window_time``, aggregating
+its results), a window Top-N (``ROW_NUMBER()`` per window) or a window join (inner or left, with
+another aggregation of the same windows over filtered bids).
 
 ``record`` runs each case through PyFlink, in a venv of its own as for the oracle, and writes it in
 the oracle's fixture format; ``compare`` runs every fixture of the folder through stategate and
@@ -65,6 +66,11 @@ SEPARATORS = ("", ", ';'", ", ' | '")
 ELEMENTS = ("price", "qty", "supplier_id", "price * qty", "CAST(qty AS BIGINT)", "qty > 40")
 #: A cascade's aggregates over each result of the aggregation it reads (``{}``).
 OVER_RESULTS = ("SUM({})", "MIN({})", "MAX({})", "COUNT({})", "AVG({})", "SUM({}) FILTER (WHERE {} > 0)")
+#: A cascade's window over the aggregation's windows, read from the view ``{}`` by their ``window_time``.
+OUTER_WINDOWS = ("TUMBLE(TABLE {}, DESCRIPTOR(window_time), INTERVAL '30' MINUTES)",
+                 "HOP(TABLE {}, DESCRIPTOR(window_time), INTERVAL '10' MINUTES, INTERVAL '30' MINUTES)",
+                 "CUMULATE(TABLE {}, DESCRIPTOR(window_time), INTERVAL '10' MINUTES, INTERVAL '30' MINUTES)",
+                 "SESSION(TABLE {} PARTITION BY supplier_id, DESCRIPTOR(window_time), INTERVAL '5' MINUTES)")
 
 
 def _distinct(rng: random.Random, function: str) -> str:
@@ -156,6 +162,7 @@ def draw_case(seed: int) -> tuple[str, dict[str, tuple[str, str]], list[str]]:
                                for _ in range(rng.randint(3, 8))))
     where = rng.choice(WHERES)
     outer = [rng.choice(OVER_RESULTS).format(f"a{i}", f"a{i}") for i in range(len(calls))]
+    outer_window = rng.choice(OUTER_WINDOWS)
     top = (rng.choice(("DESC", "ASC")), rng.randint(1, 3))
     how, condition = rng.choice(("JOIN", "LEFT JOIN")), rng.choice(FILTERS)
     legacy = shape == "aggregation" and rng.random() < 0.3
@@ -184,18 +191,18 @@ def draw_case(seed: int) -> tuple[str, dict[str, tuple[str, str]], list[str]]:
             _shaped("aggregation" if shape == "cascade" and kind in ("hop", "cumulate") else shape, kind.title(),
                     _grouped(window, group_window if legacy else "", key, keys,
                              ",\n  ".join(f"{form(calls[i])} AS a{i}" for i in kept), where),
-                    [outer[i] for i in kept], top, (how, other))
+                    ([outer[i] for i in kept], outer_window), top, (how, other))
             for form in (str, as_flink))
     lines = bids(seed, rng.choice((200, 400, 800)), rng.choice((1800, 7200)), extremes=extremes, null_keys=null_keys)
     return compare, found, lines
 
 
-def _shaped(shape: str, kind: str, aggregation: str, outer: list[str], top: tuple[str, int],
+def _shaped(shape: str, kind: str, aggregation: str, outer: tuple[list[str], str], top: tuple[str, int],
             join: tuple[str, str]) -> str:
-    """The query of a case's shape over its ``aggregation``: itself; a cascade, a TUMBLE window of
-    ``outer`` calls over the aggregation's windows (read by their ``window_time`` from a view named
-    after the window ``kind``: a script defines a view once); its ``top`` rows per window by their
-    count, then their key; or a window ``join`` (an inner or a left one) of it with another
+    """The query of a case's shape over its ``aggregation``: itself; a cascade, the ``outer`` calls
+    in the ``outer`` window (:data:`OUTER_WINDOWS`) over the aggregation's windows (read by their
+    ``window_time`` from a view named after the window ``kind``: a script defines a view once); its
+    ``top`` rows per window by their count, then their key; or a window ``join`` (an inner or a left one) of it with another
     aggregation of the same windows and keys, over filtered bids (or, of SESSION windows, with
     filtered aggregates)."""
     view = f"{kind}Windows"
@@ -206,10 +213,11 @@ def _shaped(shape: str, kind: str, aggregation: str, outer: list[str], top: tupl
                 "ON L.supplier_id = R.supplier_id AND L.window_start = R.window_start AND L.window_end = R.window_end")
     if shape == "cascade":
         inner = aggregation.replace("window_start, window_end,", "window_time,", 1) + ", window_time"
-        select = ",\n  ".join(f"{call} AS a{i}" for i, call in enumerate(outer))
+        calls, window = outer
+        select = ",\n  ".join(f"{call} AS a{i}" for i, call in enumerate(calls))
         return (f"CREATE TEMPORARY VIEW {view} AS\n{inner};\nSELECT supplier_id, window_start, window_end, "
-                f"COUNT(*) AS n,\n  {select}\nFROM TABLE(TUMBLE(TABLE {view}, DESCRIPTOR(window_time), "
-                "INTERVAL '30' MINUTES))\nGROUP BY supplier_id, window_start, window_end")
+                f"COUNT(*) AS n,\n  {select}\nFROM TABLE({window.format(view)})\n"
+                "GROUP BY supplier_id, window_start, window_end")
     if shape == "top-n":
         order, rows = top
         counted = aggregation.replace("window_start, window_end,", "window_start, window_end, COUNT(*) AS n,", 1)

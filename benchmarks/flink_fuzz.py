@@ -203,9 +203,9 @@ def _shaped(shape: str, kind: str, aggregation: str, outer: tuple[list[str], str
     """The query of a case's shape over its ``aggregation``: itself; a cascade, the ``outer`` calls
     in the ``outer`` window (:data:`OUTER_WINDOWS`) over the aggregation's windows (read by their
     ``window_time`` from a view named after the window ``kind``: a script defines a view once); its
-    ``top`` rows per window by their count, then their key; or a window ``join`` (an inner or a left one) of it with another
-    aggregation of the same windows and keys, over filtered bids (or, of SESSION windows, with
-    filtered aggregates)."""
+    ``top`` rows per window by their count, then their key; or a window ``join`` (an inner or a
+    left one) of it with another aggregation of the same windows and keys, over filtered bids (or,
+    of SESSION windows, with filtered aggregates)."""
     view = f"{kind}Windows"
     if shape == "join":
         how, other = join

@@ -29,7 +29,7 @@ from stategate.analyzer.dialect import (
     WindowTVF,
     function_name,
 )
-from stategate.analyzer.aggregates import AGGREGATES, FLINK_AGGREGATES
+from stategate.analyzer.aggregates import AGGREGATES, FLINK_AGGREGATES, IGNORE_NULLS
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.intervals import interval_ms
 from stategate.analyzer.joins import join_of
@@ -585,6 +585,9 @@ class _SelectResolver:
         flt = None
         if isinstance(parent, exp.Filter) and parent.this is call:
             written, flt = parent, parent.expression.this
+            if isinstance(parent.parent, _NULL_TREATMENTS):  # sqlglot reads it; Flink's parser refuses it
+                raise _at(SQLModelError(f"{parent.parent.sql(dialect='flink')}: IGNORE NULLS or RESPECT NULLS after "
+                                        "FILTER is a syntax error in Flink"), parent.parent, parent.parent)
         distinct = False
         if isinstance(agg, exp.Anonymous):
             function = agg.name.upper()
@@ -607,6 +610,7 @@ class _SelectResolver:
         if function == "COUNT" and not distinct and len(raw_args) == 1 and _non_null_literal(raw_args[0]):
             raw_args = []  # COUNT(1) counts every row, as COUNT(*): the same state
         args = tuple(Resolved.of(scope.resolve(a, aux), a) for a in raw_args)
+        named = _named_call(function, call)
         return Aggregate(
             function=function,
             distinct=distinct,
@@ -616,7 +620,7 @@ class _SelectResolver:
             language=language,
             expr=scope.resolve(written, aux),
             written=written.sql(dialect="flink"),
-            modifiers=(_modifiers(scope.resolve(call, aux), call is not agg) if _has_modifiers(call) else "")
+            modifiers=(_modifiers(scope.resolve(named, aux), named is not agg) if _has_modifiers(named) else "")
             + _null_clause(function, agg),
         )
 
@@ -646,7 +650,8 @@ def _renamed(relation: Relation, columns: tuple[str, ...], name: str) -> Relatio
 
 
 #: Clauses sqlglot parses as a node around the aggregate call they modify.
-_MODIFIERS = (exp.IgnoreNulls, exp.RespectNulls, exp.WithinGroup)
+_NULL_TREATMENTS = (exp.IgnoreNulls, exp.RespectNulls)
+_MODIFIERS = (*_NULL_TREATMENTS, exp.WithinGroup)
 #: Arguments of an aggregate node that are read as its inputs; the others are modifiers.
 _CONSTANTS = ("accuracy",)  # after its value: APPROX_COUNT_DISTINCT(x, 0.9)
 _INPUTS = ("this", "expressions", *_CONSTANTS)
@@ -677,6 +682,17 @@ def _null_clause(function: str, agg: exp.Expr) -> str:
     if entry is not None and entry.null_switch and clause.upper() != entry.null_switch:
         return ""
     return f" {clause.upper()}"
+
+
+def _named_call(function: str, call: exp.Expr) -> exp.Expr:
+    """The call with the clauses that name its state: all written, but a ``RESPECT NULLS`` on an
+    aggregate whose :attr:`~analyzer.aggregates.AggregateFunction.null_switch` is ``IGNORE NULLS``,
+    which spells its default (ARRAY_AGG's) and names the same state as none, as a JSON aggregate's
+    default clause does (:func:`_null_clause`)."""
+    entry = AGGREGATES.get(function)
+    if isinstance(call, exp.RespectNulls) and entry is not None and entry.null_switch == IGNORE_NULLS:
+        return call.this
+    return call
 
 
 def _has_modifiers(call: exp.Expr) -> bool:

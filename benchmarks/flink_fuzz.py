@@ -103,8 +103,10 @@ def draw_call(rng: random.Random, variance: bool, numeric: bool = False) -> str:
             return (f"JSON_OBJECTAGG(KEY DATE_FORMAT(bidtime, 'HH:mm:ss') VALUE {rng.choice(JSON_VALUES)}"
                     f"{rng.choice(('', ' ABSENT ON NULL'))})")
         elif kind == "ARRAY_AGG":
-            if rng.random() < 0.3:  # Flink's parser takes no FILTER after IGNORE NULLS
-                return f"ARRAY_AGG({rng.choice(ELEMENTS)} IGNORE NULLS)"
+            nulls = rng.choice(("", "", " IGNORE NULLS", " RESPECT NULLS"))
+            if nulls:  # inside the parentheses or after them; Flink takes no FILTER with either
+                return f"ARRAY_AGG({rng.choice(ELEMENTS)}{nulls})" if rng.random() < 0.5 else \
+                    f"ARRAY_AGG({rng.choice(ELEMENTS)}){nulls}"
             call = f"ARRAY_AGG({rng.choice(ELEMENTS)})"
         elif kind == "COLLECT":
             call = f"COLLECT({rng.choice(ELEMENTS)})"

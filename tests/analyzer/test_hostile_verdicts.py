@@ -199,10 +199,12 @@ def test_a_modifier_of_an_aggregate_is_part_of_its_state(kind, old, new) -> None
 @pytest.mark.parametrize("old, new", [
     ("JSON_ARRAYAGG(c)", "JSON_ARRAYAGG(c ABSENT ON NULL)"),
     ("JSON_OBJECTAGG(KEY a VALUE c)", "JSON_OBJECTAGG(a VALUE c NULL ON NULL)"),
+    ("ARRAY_AGG(c)", "ARRAY_AGG(c RESPECT NULLS)"),
+    ("ARRAY_AGG(DISTINCT c) RESPECT NULLS", "ARRAY_AGG(DISTINCT c)"),
 ])
-def test_a_json_aggregate_s_default_null_clause_written_out_keeps_its_state(old, new) -> None:
-    """JSON_ARRAYAGG skips NULLs unless told NULL ON NULL, JSON_OBJECTAGG keeps them unless told
-    ABSENT ON NULL: writing out the default is the same aggregate."""
+def test_an_aggregate_s_default_null_clause_written_out_keeps_its_state(old, new) -> None:
+    """JSON_ARRAYAGG skips NULLs unless told NULL ON NULL, JSON_OBJECTAGG and ARRAY_AGG keep them
+    unless told ABSENT ON NULL or IGNORE NULLS: writing out the default is the same aggregate."""
     report = compare(tvf(f"a, {old} AS x"), tvf(f"a, {new} AS x"))
     assert report.verdict is FULL, report.to_text()
 

@@ -147,9 +147,10 @@ class FlinkParser(parser.Parser):
         ),
         # INITCAP(s): Flink's takes no delimiters (sqlglot's own adds its default ones to the call).
         "INITCAP": lambda self: self.expression(exp.Initcap.from_arg_list(self._parse_function_args())),
-        # JSON_ARRAYAGG(value [NULL | ABSENT ON NULL]); JSON_OBJECTAGG is sqlglot's own.
+        # JSON_ARRAYAGG(value [ORDER BY ...] [NULL | ABSENT ON NULL]); JSON_OBJECTAGG is sqlglot's own.
         "JSON_ARRAYAGG": lambda self: self.expression(exp.JSONArrayAgg(
-            this=self._parse_disjunction(), null_handling=self._parse_on_handling("NULL", "NULL", "ABSENT"))),
+            this=self._parse_disjunction(), order=self._parse_order(),
+            null_handling=self._parse_on_handling("NULL", "NULL", "ABSENT"))),
     }
 
     CONSTRAINT_PARSERS = {

@@ -303,16 +303,17 @@ def _check_clauses(aggregate: Aggregate, line: int | None, col: int | None) -> N
     """The clauses inside an aggregate call that sqlglot reads and Flink 2.3 does not take as
     written (each probed there): a FILTER after an ``IGNORE NULLS`` or ``RESPECT NULLS`` inside the
     parentheses (which sqlglot then leaves on the value), and an ORDER BY inside the parentheses,
-    which Flink's parser takes only in ARRAY_AGG, where the values still come in the order rows
-    arrive in."""
+    which Flink's parser takes only in ARRAY_AGG and JSON_ARRAYAGG, where the values still come in
+    the order rows arrive in."""
     values = [arg.expr for arg in aggregate.args]
     if aggregate.filter is not None and any(isinstance(v, (exp.IgnoreNulls, exp.RespectNulls)) for v in values):
         raise SQLModelError(f"{aggregate.written}: Flink refuses a FILTER on an aggregate with IGNORE NULLS or "
                             "RESPECT NULLS (\"FILTER must be applied to aggregate function\")", line=line, col=col)
-    if any(isinstance(v, exp.Order) for v in values):
-        raise SQLModelError(f"{aggregate.written}: Flink takes an ORDER BY inside the call only in ARRAY_AGG, and "
-                            "ignores it there (the values stay in the order rows arrive in): leave it out",
-                            line=line, col=col)
+    json_array = aggregate.expr.find(exp.JSONArrayAgg)
+    if any(isinstance(v, exp.Order) for v in values) or (json_array is not None and json_array.args.get("order")):
+        raise SQLModelError(f"{aggregate.written}: Flink takes an ORDER BY inside the call only in ARRAY_AGG and "
+                            "JSON_ARRAYAGG, and ignores it there (the values stay in the order rows arrive in): "
+                            "leave it out", line=line, col=col)
 
 
 def _check_aggregate(model: JobModel, aggregate: Aggregate) -> None:
@@ -333,9 +334,9 @@ def _check_aggregate(model: JobModel, aggregate: Aggregate) -> None:
     if function.keyed and family(model, aggregate.args[0].expr) not in (Family.TEXT, None):
         raise SQLModelError(f"{aggregate.written}: its key must be text (STRING), as Flink requires",
                             line=line, col=col)
+    _check_clauses(aggregate, line, col)
     if not function.takes(aggregate.modifiers):
         raise SQLModelError(f"{aggregate.written}: {aggregate.modifiers.strip()} is not supported", line=line, col=col)
-    _check_clauses(aggregate, line, col)
     if aggregate.distinct and function.distinct is Distinct.REFUSED:
         raise SQLModelError(f"{aggregate.written}: DISTINCT is not supported for {function.spelled}", line=line, col=col)
     found = argument_family(model, aggregate)

@@ -79,9 +79,10 @@ REFUSED = [
        "GROUP BY window_start, window_end",
        "Flink refuses a FILTER on an aggregate with IGNORE NULLS or RESPECT NULLS") for nulls in ("IGNORE", "RESPECT")),
     *((f"SELECT window_start, {call} FROM {WINDOW} GROUP BY window_start, window_end",
-       "Flink takes an ORDER BY inside the call only in ARRAY_AGG, and ignores it there")
+       "Flink takes an ORDER BY inside the call only in ARRAY_AGG and JSON_ARRAYAGG, and ignores it there")
       for call in ("ARRAY_AGG(price ORDER BY bidtime DESC)", "ARRAY_AGG(DISTINCT price ORDER BY price)",
-                   "COUNT(price ORDER BY bidtime)", "LISTAGG(item ORDER BY price)")),
+                   "COUNT(price ORDER BY bidtime)", "LISTAGG(item ORDER BY price)",
+                   "JSON_ARRAYAGG(item ORDER BY price DESC NULL ON NULL)")),
     (f"SELECT window_start, JSON_ARRAYAGG(CAST(price AS DOUBLE)) FROM {WINDOW} GROUP BY window_start, window_end",
      "JSON_ARRAYAGG over a floating-point number is not supported"),
     (f"SELECT window_start, JSON_ARRAYAGG(bidtime) FROM {WINDOW} GROUP BY window_start, window_end",

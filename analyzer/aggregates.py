@@ -240,6 +240,26 @@ def sketch_size(accuracy: float) -> int:
 #: NULL values (``AggregateFunction.null_switch``).
 IGNORE_NULLS, NULL_ON_NULL, ABSENT_ON_NULL = "IGNORE NULLS", "NULL ON NULL", "ABSENT ON NULL"
 
+class Operands(Enum):
+    """The argument types Flink's signature of an aggregate takes, as it refuses the others
+    (probed in Flink 2.3: "Cannot apply 'SUM' to arguments of type 'SUM(<BOOLEAN>)'", "Max
+    aggregate function does not support type: ''ARRAY''"): a BOOLEAN is no number there, though
+    the state keeps it among exact values for a MIN or a MAX."""
+
+    ANY = ("any value", frozenset[exp.DType]())
+    NUMBERS = ("numbers", exp.DataType.INTEGER_TYPES | exp.DataType.REAL_TYPES)
+    COMPARABLE = ("numbers, BOOLEAN, text and times", exp.DataType.INTEGER_TYPES | exp.DataType.REAL_TYPES
+                  | exp.DataType.TEXT_TYPES | exp.DataType.TEMPORAL_TYPES | {exp.DataType.Type.BOOLEAN})
+    TEXT = ("text", exp.DataType.TEXT_TYPES)
+
+    def __init__(self, described: str, types: frozenset[exp.DType]) -> None:
+        self.described, self.types = described, types
+
+    def take(self, kind: exp.DataType) -> bool:
+        """Whether Flink takes an argument of type ``kind`` (one whose type cannot be told, too)."""
+        return self is Operands.ANY or kind.this == exp.DataType.Type.UNKNOWN or kind.this in self.types
+
+
 #: A state: each field with how it is filled from input rows.
 State = tuple[tuple[Field, Fill], ...]
 
@@ -320,6 +340,7 @@ class AggregateFunction:
         NULLS, JSON_ARRAYAGG's NULL ON NULL, JSON_OBJECTAGG's ABSENT ON NULL); the analyzer names
         the aggregate with it only where it is written (``Aggregate.modifiers``), so a clause that
         spells the default names the same state
+    :param operands: the argument types Flink takes for its value
     :param own_type: its state takes exact values in their own type (a DECIMAL(10, 2) as one),
         and Spark's aggregate function keeps them as in Spark's own buffer (a sum in 10 digits
         more); otherwise in 38 digits, what an AVG or a STDDEV keeps, whose division and squares
@@ -337,6 +358,7 @@ class AggregateFunction:
     distinct_state: State = ()
     keeps_nulls: bool = False
     null_switch: str = ""
+    operands: Operands = Operands.ANY
     own_type: bool = False
 
     def __post_init__(self) -> None:
@@ -419,7 +441,7 @@ def _extreme(name: str, function: Fill, result: Result) -> AggregateFunction:
                                     Family.TIME: ((EXACT_EXTREME, function),),
                                     Family.FLOATING: ((FLOATING_VALUE, function),),
                                     Family.TEXT: ((TEXT_EXTREME, function),)}, result,
-                             integers_as=Family.INTEGER, own_type=True)
+                             integers_as=Family.INTEGER, operands=Operands.COMPARABLE, own_type=True)
 
 
 def _by_arrival(name: str, first: bool, result: Result, distinct_state: State = ()) -> AggregateFunction:
@@ -443,21 +465,21 @@ def _spread(name: str, result: Result, flink: str = "") -> AggregateFunction:
                                                    (EXACT_SQUARES, Fill.SUM_SQUARES)),
                                     Family.FLOATING: ((COUNTED, Fill.COUNT), (FLOATING_VALUE, Fill.SUM),
                                                       (FLOATING_SQUARES, Fill.SUM_SQUARES))},
-                             result, flink, integers_as=Family.FLOATING)
+                             result, flink, integers_as=Family.FLOATING, operands=Operands.NUMBERS)
 
 
 AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     AggregateFunction("COUNT", {None: ((COUNTED, Fill.COUNT),)}, Result.COUNT),
     AggregateFunction("SUM", {Family.EXACT: ((EXACT_SUM, Fill.SUM),), Family.INTEGER: ((INTEGER_VALUE, Fill.SUM),),
                               Family.FLOATING: ((FLOATING_VALUE, Fill.SUM),)},
-                      Result.SUM, integers_as=Family.INTEGER, own_type=True),
+                      Result.SUM, integers_as=Family.INTEGER, operands=Operands.NUMBERS, own_type=True),
     _extreme("MIN", Fill.MIN, Result.MIN),
     _extreme("MAX", Fill.MAX, Result.MAX),
     # Flink averages integers from a BIGINT sum (wrapping) and their count.
     AggregateFunction("AVG", {Family.EXACT: ((COUNTED, Fill.COUNT), (EXACT_SUM, Fill.SUM)),
                               Family.INTEGER: ((COUNTED, Fill.COUNT), (INTEGER_VALUE, Fill.SUM)),
                               Family.FLOATING: ((COUNTED, Fill.COUNT), (FLOATING_VALUE, Fill.SUM))}, Result.MEAN,
-                      integers_as=Family.INTEGER),
+                      integers_as=Family.INTEGER, operands=Operands.NUMBERS),
     _spread("STDDEV_POP", Result.STDDEV_POP),
     _spread("STDDEV_SAMP", Result.STDDEV_SAMP),
     _spread("VARIANCE_POP", Result.VAR_POP, "VAR_POP"),
@@ -468,7 +490,7 @@ AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (
     _by_arrival("FIRST_VALUE", True, Result.FIRST),
     _by_arrival("LAST_VALUE", False, Result.LAST, distinct_state=((ALL_ORDERED, Fill.ALL_BY_ARRIVAL),)),
     AggregateFunction("LISTAGG", {Family.TEXT: ((ALL_ORDERED, Fill.ALL_BY_ARRIVAL),)}, Result.LIST, literal=SEPARATOR,
-                      distinct=Distinct.FIRST_ARRIVALS),
+                      distinct=Distinct.FIRST_ARRIVALS, operands=Operands.TEXT),
     AggregateFunction("ARRAY_AGG", {None: ((ALL_ORDERED, Fill.ALL_BY_ARRIVAL),)}, Result.ARRAY,
                       distinct=Distinct.FIRST_ARRIVALS, keeps_nulls=True, null_switch=IGNORE_NULLS),
     # DISTINCT: the set of its values, each counted once.

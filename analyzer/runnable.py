@@ -35,9 +35,9 @@ from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import (FILESYSTEM, KAFKA, PRINT, WINDOW_MARKER, Aggregate, IntervalJoin, JobModel, Pipeline, Resolved, Table,
                                       TimeKind, Window, WindowAggregate, WindowOperator, sql_key)
 from stategate.analyzer.scope import time_attribute, window_field_of
-from stategate.analyzer.layout import argument_family
+from stategate.analyzer.layout import argument_family, value_of
 from stategate.analyzer.families import Family
-from stategate.analyzer.value_types import TIMES, Typing, exact_scale, family, text_digits
+from stategate.analyzer.value_types import TIMES, Typing, exact_scale, family, text_digits, value_type
 from stategate.analyzer.windows import Session, SharedKind
 
 CONNECTORS = (FILESYSTEM, PRINT, KAFKA)
@@ -301,11 +301,13 @@ def _check_literal(aggregate: Aggregate, literal: str, constant: exp.Expr, line:
 
 def _check_clauses(aggregate: Aggregate, line: int | None, col: int | None) -> None:
     """The clauses inside an aggregate call that sqlglot reads and Flink 2.3 does not take as
-    written (each probed there): a FILTER after an ``IGNORE NULLS`` or ``RESPECT NULLS`` inside the
+    written (each probed there): ``COUNT(DISTINCT *)``, a FILTER after an ``IGNORE NULLS`` or ``RESPECT NULLS`` inside the
     parentheses (which sqlglot then leaves on the value), and an ORDER BY inside the parentheses,
     which Flink's parser takes only in ARRAY_AGG and JSON_ARRAYAGG, where the values still come in
     the order rows arrive in."""
     values = [arg.expr for arg in aggregate.args]
+    if aggregate.distinct and any(isinstance(v, exp.Star) for v in values):
+        raise SQLModelError(f"{aggregate.written}: DISTINCT * is a syntax error in Flink", line=line, col=col)
     if aggregate.filter is not None and any(isinstance(v, (exp.IgnoreNulls, exp.RespectNulls)) for v in values):
         raise SQLModelError(f"{aggregate.written}: Flink refuses a FILTER on an aggregate with IGNORE NULLS or "
                             "RESPECT NULLS (\"FILTER must be applied to aggregate function\")", line=line, col=col)
@@ -343,6 +345,10 @@ def _check_aggregate(model: JobModel, aggregate: Aggregate) -> None:
     if found is not None and function.state_of(found) is None:
         raise SQLModelError(f"{aggregate.written}: {function.spelled} over {found.described} is not supported",
                             line=line, col=col)
+    kind = value_type(model, value_of(aggregate)) if aggregate.args else None
+    if kind is not None and not function.operands.take(kind):
+        raise SQLModelError(f"{aggregate.written}: Flink's {function.spelled} takes {function.operands.described}, "
+                            f"no {kind.sql(dialect=Flink)}", line=line, col=col)
     if function.result.spread and found is Family.EXACT and exact_scale(model, aggregate.args[0].expr) is None:
         raise SQLModelError(f"{aggregate.written}: the scale of its argument cannot be told from the declared "
                             "columns; write CAST(... AS DECIMAL(p, s)) around it", line=line, col=col)

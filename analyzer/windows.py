@@ -87,6 +87,9 @@ class Tumble(SlicedKind):
 
     def __post_init__(self) -> None:
         self._positive()
+        if self.offset_ms is not None and abs(self.offset_ms) >= self.size_ms:
+            # Flink checks it of TUMBLE alone: "must satisfy abs(offset) < size".
+            raise SQLModelError("TUMBLE offset must be shorter than its size, as Flink requires (abs(offset) < size)")
 
     @classmethod
     def _from_sql(cls, ms: list[int]) -> Tumble:

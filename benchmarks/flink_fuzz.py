@@ -122,13 +122,15 @@ def draw_windows(rng: random.Random) -> dict[str, tuple[str, str]]:
     offset = f", INTERVAL '{rng.choice((1, 2))}' MINUTES" if rng.random() < 0.3 else ""
     size = rng.choice((1, 2, 5, 10, 15)) * (3 if offset else 1)  # an offset within the size
     hop, cumulate, gap = slide * rng.choice((2, 3, 4)), slide * rng.choice((2, 3, 6)), rng.choice((1, 2, 3, 5))
+    # A HOP's or CUMULATE's offset may pass its slide or step, or be negative: Flink takes any.
+    shifted = f", INTERVAL '{rng.choice((-7, -1, 1, 3, 12, 61))}' MINUTES" if rng.random() < 0.3 else ""
     return {
         "tumble": (f"TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{size}' MINUTES{offset})",
                    "" if offset else f"TUMBLE(bidtime, INTERVAL '{size}' MINUTES)"),
-        "hop": (f"HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{slide}' MINUTES, INTERVAL '{hop}' MINUTES)",
-                f"HOP(bidtime, INTERVAL '{slide}' MINUTES, INTERVAL '{hop}' MINUTES)"),
+        "hop": (f"HOP(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{slide}' MINUTES, INTERVAL '{hop}' MINUTES{shifted})",
+                "" if shifted else f"HOP(bidtime, INTERVAL '{slide}' MINUTES, INTERVAL '{hop}' MINUTES)"),
         "cumulate": (f"CUMULATE(TABLE Bid, DESCRIPTOR(bidtime), INTERVAL '{slide}' MINUTES, "
-                     f"INTERVAL '{cumulate}' MINUTES)", ""),
+                     f"INTERVAL '{cumulate}' MINUTES{shifted})", ""),
         "session": (f"SESSION(TABLE Bid PARTITION BY supplier_id, DESCRIPTOR(bidtime), INTERVAL '{gap}' MINUTES)",
                     f"SESSION(bidtime, INTERVAL '{gap}' MINUTES)"),
     }

@@ -73,6 +73,17 @@ REFUSED = [
      "RESPECT NULLS is not supported"),
     (f"SELECT window_start, LAST_VALUE(price) IGNORE NULLS FROM {WINDOW} GROUP BY window_start, window_end",
      "IGNORE NULLS is not supported"),
+    # Flink's signatures: a BOOLEAN is no number, and a MIN or MAX compares no ARRAY, MAP, ROW,
+    # INTERVAL or BYTES.
+    *((f"SELECT window_start, {call} FROM {WINDOW} GROUP BY window_start, window_end", message) for call, message in (
+        ("SUM(price > 10)", "Flink's SUM takes numbers, no BOOLEAN"),
+        ("AVG(DISTINCT price > 10)", "Flink's AVG takes numbers, no BOOLEAN"),
+        ("STDDEV_POP(price > 10)", "Flink's STDDEV_POP takes numbers, no BOOLEAN"),
+        ("SUM(INTERVAL '1' DAY)", "Flink's SUM takes numbers, no INTERVAL"),
+        ("MAX(ARRAY[price])", "Flink's MAX takes numbers, BOOLEAN, text and times, no ARRAY<DECIMAL(10, 2)>"),
+        ("MIN(CAST(item AS BYTES))", "Flink's MIN takes numbers, BOOLEAN, text and times, no BYTES"),
+        ("LISTAGG(ARRAY[item])", "Flink's LISTAGG takes text, no ARRAY"),
+        ("COUNT(DISTINCT *)", "DISTINCT * is a syntax error in Flink"))),
     # What sqlglot reads and Flink 2.3 does not take as written: sqlglot leaves the IGNORE NULLS on
     # the value, and Flink keeps arrival order whatever the ORDER BY says.
     *((f"SELECT window_start, ARRAY_AGG(price {nulls} NULLS) FILTER (WHERE price > 10) FROM {WINDOW} "

@@ -52,6 +52,8 @@ def test_cumulative_windows_start_at_their_period() -> None:
 
 @pytest.mark.parametrize("name, intervals, message", [
     ("TUMBLE", [0], "TUMBLE size must be positive"),
+    *(("TUMBLE", [10 * MIN, offset], r"TUMBLE offset must be shorter than its size, as Flink requires")
+      for offset in (10 * MIN, -10 * MIN, 12 * MIN)),
     ("HOP", [MIN], "HOP takes 2 to 3 interval arguments, got 1"),
     ("CUMULATE", [7 * MIN, 60 * MIN], "CUMULATE size must be a whole multiple of its step"),
     ("SESSION", [-MIN], "SESSION gap must be positive"),

@@ -219,6 +219,7 @@ def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) ->
         raise SQLModelError(f"a {clause.kind.value} on window attributes before GROUP BY is not supported: "
                             f"{clause.value.written}")
     _check_window_fields_read(stage, window)
+    _check_window_grouped(stage, window)
     if isinstance(window.shape, Session) and window.operator is WindowOperator.TVF:
         _check_session_keys(stage, window)
     for aggregate in stage.aggregates:
@@ -232,6 +233,23 @@ def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) ->
     if upstream is not None and isinstance(upstream.shape, SharedKind):
         raise SQLModelError(f"a window over the results of a {upstream.kind} window is not supported on Spark "
                             "(its windows are assembled per micro-batch)")
+
+
+#: The window attributes a GROUP BY over a window TVF must hold for Flink to run a window aggregation.
+_WINDOW_BOUNDS = ("window_start", "window_end")
+
+
+def _check_window_grouped(stage: WindowAggregate, window: Window) -> None:
+    """A GROUP BY of a window TVF's rows that lacks window_start or window_end is no window
+    aggregation on Flink (probed in 2.3: its planner makes it a GroupAggregate, which updates its
+    rows as rows come, late ones too, and keeps its state for ever); the engine runs window
+    aggregations, which emit each window once and drop rows behind the watermark."""
+    grouped = {key.window_field for key in stage.group_keys}
+    missing = [bound for bound in _WINDOW_BOUNDS if bound not in grouped]
+    if window.operator is WindowOperator.TVF and missing:
+        raise SQLModelError(f"a GROUP BY of a window TVF without {' and '.join(missing)} is not supported: Flink runs "
+                            "it as an updating aggregation, not a window aggregation; group by window_start and "
+                            "window_end")
 
 
 def _check_session_keys(stage: WindowAggregate, window: Window) -> None:

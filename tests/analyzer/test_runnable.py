@@ -38,6 +38,11 @@ REFUSED = [
      "AS rownum FROM (SELECT window_start, window_end, SUM(c) AS t FROM PerSupplier GROUP BY window_start, window_end)) "
      "WHERE rownum <= 1", "a window Top-N over an aggregation of whole windows"),
     ("SELECT item, price FROM Bid", "no window aggregation"),
+    # Flink 2.3 plans these as a GroupAggregate over the TVF's rows: updating, never expiring.
+    (f"SELECT window_start, COUNT(*) FROM {WINDOW} GROUP BY window_start",
+     "a GROUP BY of a window TVF without window_end is not supported: Flink runs it as an updating aggregation"),
+    (f"SELECT window_time, item, COUNT(*) FROM {WINDOW} GROUP BY window_time, item",
+     "a GROUP BY of a window TVF without window_start and window_end is not supported"),
     (f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY bidtime) AS rownum "
      f"FROM {WINDOW}) WHERE rownum <= 1",
      "a window Top-N over a window TVF's rows (a window deduplication among them) is not supported on Spark: "

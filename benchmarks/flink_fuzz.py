@@ -167,7 +167,10 @@ def draw_case(seed: int) -> tuple[str, dict[str, tuple[str, str]], list[str]]:
     where = rng.choice(WHERES)
     outer = [rng.choice(OVER_RESULTS).format(f"a{i}", f"a{i}") for i in range(len(calls))]
     outer_window = rng.choice(OUTER_WINDOWS)
-    top = (rng.choice(("DESC", "ASC")), rng.randint(1, 3))
+    rows = rng.randint(1, 3)
+    top = (rng.choice(("DESC", "ASC")), rng.choice((f"rownum <= {rows}", f"rownum < {rows + 1}", "rownum = 1",
+                                                    f"rownum BETWEEN 2 AND {rows + 1}", f"{rows} >= rownum",
+                                                    f"rownum <= {rows} AND n > 1")))
     how, condition = rng.choice(("JOIN", "LEFT JOIN")), rng.choice(FILTERS)
     legacy = shape == "aggregation" and rng.random() < 0.3
     found = {}
@@ -202,12 +205,13 @@ def draw_case(seed: int) -> tuple[str, dict[str, tuple[str, str]], list[str]]:
     return compare, found, lines
 
 
-def _shaped(shape: str, kind: str, aggregation: str, outer: tuple[list[str], str], top: tuple[str, int],
+def _shaped(shape: str, kind: str, aggregation: str, outer: tuple[list[str], str], top: tuple[str, str],
             join: tuple[str, str]) -> str:
     """The query of a case's shape over its ``aggregation``: itself; a cascade, the ``outer`` calls
     in the ``outer`` window (:data:`OUTER_WINDOWS`) over the aggregation's windows (read by their
-    ``window_time`` from a view named after the window ``kind``: a script defines a view once); its
-    ``top`` rows per window by their count, then their key; or a window ``join`` (an inner or a
+    ``window_time`` from a view named after the window ``kind``: a script defines a view once); the
+    ``top`` rows per window by their count, then their key (a bound on ``rownum`` written one of
+    the ways Flink takes: ``<=``, ``<``, ``=``, ``BETWEEN``, reversed, beside another predicate); or a window ``join`` (an inner or a
     left one) of it with another aggregation of the same windows and keys, over filtered bids (or,
     of SESSION windows, with filtered aggregates)."""
     view = f"{kind}Windows"
@@ -224,10 +228,10 @@ def _shaped(shape: str, kind: str, aggregation: str, outer: tuple[list[str], str
                 f"COUNT(*) AS n,\n  {select}\nFROM TABLE({window.format(view)})\n"
                 "GROUP BY supplier_id, window_start, window_end")
     if shape == "top-n":
-        order, rows = top
+        order, bound = top
         counted = aggregation.replace("window_start, window_end,", "window_start, window_end, COUNT(*) AS n,", 1)
         return (f"SELECT * FROM (\n  SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end "
-                f"ORDER BY n {order}, supplier_id {order}) AS rownum\n  FROM (\n{counted}))\nWHERE rownum <= {rows}")
+                f"ORDER BY n {order}, supplier_id {order}) AS rownum\n  FROM (\n{counted}))\nWHERE {bound}")
     return aggregation
 
 

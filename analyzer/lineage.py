@@ -342,7 +342,7 @@ class _SelectResolver:
         return [f"{label} in {self.select.sql(dialect='flink')[:60]}"
                 for key, label in (("distinct", "SELECT DISTINCT"), ("order", "ORDER BY"),
                                    ("limit", "LIMIT"), ("having", "HAVING"))
-                if self.select.args.get(key) is not None]
+                if self.select.args.get(key) is not None and (key != "having" or not self._is_aggregation())]
 
     def _where(self, scope: Scope, base: Relation, predicate: exp.Expr) -> Relation:
         between, unsupported, filters = list(base.between), list(base.unsupported), list(base.filters)
@@ -464,7 +464,10 @@ class _SelectResolver:
         """The window aggregation this SELECT is: its window and keys from the GROUP BY (or the
         window TVF it reads), its aggregates and outputs from the SELECT list."""
         window, keys, grouping_sets = self._grouping(scope, base)
-        aggregates, outputs, columns = self._select_list(scope, window, {k.value.key for k in keys})
+        key_texts = {k.value.key for k in keys}
+        aggregates, outputs, columns = self._select_list(scope, window, key_texts)
+        having, read = self._having(scope, window, key_texts)
+        aggregates += tuple(a for a in read if a.identity not in {b.identity for b in aggregates})
         source = base.aggregate if base.aggregate is not None else base.source
         if source is None:
             raise SQLModelError("a window aggregation that reads no table", clause=self.select.sql(dialect="flink")[:80])
@@ -478,6 +481,7 @@ class _SelectResolver:
             between=base.between,
             udtfs=base.udtfs,
             outputs=outputs,
+            having=having,
             written=self.select.sql(dialect="flink"),
         )
         return Relation(
@@ -529,6 +533,20 @@ class _SelectResolver:
             columns[name] = resolved
             outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved, key_texts)))
         return tuple(aggregates.values()), tuple(outputs), columns
+
+    def _having(self, scope: Scope, window: Window | None, key_texts: set[str]
+                ) -> tuple[tuple[Resolved, ...], list[Aggregate]]:
+        """The HAVING's conditions on each group's results (its conjuncts), and the aggregates they
+        read: those the SELECT list does not show are kept in state too."""
+        having = self.select.args.get("having")
+        if having is None:
+            return (), []
+        aux = self._auxiliary(window)
+        conditions, read = [], []
+        for conjunct in conjuncts(having.this):
+            read += self._aggregates_in(scope, conjunct, aux, key_texts)
+            conditions.append(Resolved.of(scope.resolve(conjunct, aux), conjunct))
+        return tuple(conditions), list({a.identity: a for a in read}.values())
 
     def _group_window(self, scope: Scope, base: Relation, node: GroupWindow) -> Window:
         kind = node.args["kind"].name

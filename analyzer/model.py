@@ -319,6 +319,7 @@ class WindowAggregate:
     between: tuple[Clause, ...] = ()
     udtfs: tuple[str, ...] = ()
     outputs: tuple[Output, ...] = ()
+    having: tuple[Resolved, ...] = ()  # conditions on each group's results, applied where it is emitted
     written: str = field(compare=False, default="")
 
     @property

@@ -207,6 +207,9 @@ def _check_tables(model: JobModel, pipeline: Pipeline) -> None:
 
 def _check_stage(model: JobModel, pipeline: Pipeline, stage: WindowAggregate) -> None:
     window = stage.window
+    if isinstance(stage.source, WindowAggregate) and stage.source.having:
+        raise SQLModelError(f"HAVING {' AND '.join(c.written for c in stage.source.having)} in an aggregation "
+                            "another one reads is not supported on Spark: filter in the aggregation that reads it")
     if window is None and stage.per_window:
         _check_whole_windows(pipeline, stage)
         return

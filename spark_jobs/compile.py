@@ -305,6 +305,7 @@ def _per_window(aggregate: WindowAggregate, upstream: Stage, after_ms: int | Non
     own = {k.value.key: f"g{i}" for i, k in enumerate(aggregate.group_keys)}
     own.update({a.expr_key: f"v{i}" for i, a in enumerate(aggregate.aggregates)})
     outputs = [to_column(o.value.expr, own, results_typing(typing, aggregate), o.name) for o in aggregate.outputs]
+    having = [to_column(c.expr, own, results_typing(typing, aggregate)) for c in aggregate.having]
     if sink_types:
         outputs = [column.cast(data_type).alias(target) for column, (target, data_type) in zip(outputs, sink_types)]
     exists = F.col(state.ROWS) > 0
@@ -320,6 +321,8 @@ def _per_window(aggregate: WindowAggregate, upstream: Stage, after_ms: int | Non
             closed = closed.where(new_windows)
         with state.wrapping_sums(batch.sparkSession):  # its sums go past their range as Flink's do
             aggregated = closed.groupBy(*keys).agg(*values)
+        for condition in having:
+            aggregated = aggregated.where(condition)
         return aggregated.select(*outputs)
 
     return rows
@@ -479,6 +482,7 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
     if sink_types:
         result = [column.cast(data_type).alias(target) for column, (target, data_type) in zip(result, sink_types)]
     exists = F.col(state.ROWS) > 0
+    having = [to_column(condition.expr, mapping, stage.results) for condition in stage.aggregate.having]
     top: tuple[Column, Column] | None = None  # the rank of a row, and whether it is kept
     if topn is not None:
         order = [_ordered(to_column(k.value.expr, mapping, stage.results), k) for k in topn.order_keys]
@@ -496,6 +500,8 @@ def _finalizer(stage: Stage, outputs: Sequence[Output], topn: TopN | None,
         pivot = batch.where(exists).select(*windows, *[F.col(name).alias(_HELD + name) for name in held])
         if new_windows is not None:
             pivot = pivot.where(new_windows)
+        for condition in having:  # before a Top-N: it ranks the rows HAVING keeps
+            pivot = pivot.where(condition)
         if top is not None:
             pivot = pivot.withColumn("_rank", top[0]).where(top[1])
         return pivot.select(*result, *[F.col(_HELD + name) for name in held])

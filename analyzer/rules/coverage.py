@@ -42,6 +42,7 @@ def check(change: Change) -> list[Finding]:
         *row_filters(change),
         *sources(change),
         *output_expressions(change),
+        *having(change),
     ]
 
 
@@ -135,6 +136,18 @@ def output_expressions(change: Change) -> list[Finding]:
                     "they are evaluated on emit and hold no state",
                     ", ".join(o.value.written for o in change.old.outputs),
                     ", ".join(o.value.written for o in change.new.outputs))]
+
+
+def having(change: Change) -> list[Finding]:
+    """HAVING's conditions on each window's results: evaluated where the window is emitted, holding
+    no state (an aggregate only they read is kept as any other, by the aggregate rules)."""
+    old, new = change.old_agg.having, change.new_agg.having
+    if sorted(c.key for c in old) == sorted(c.key for c in new):
+        return []
+    return [Finding(f"{PREFIX}.having", FULL,
+                    "HAVING's conditions on each window's results changed; they are evaluated on emit and hold "
+                    "no state", " AND ".join(c.written for c in old) or "(none)",
+                    " AND ".join(c.written for c in new) or "(none)")]
 
 
 def _computed_on_emit(output: Output) -> bool:

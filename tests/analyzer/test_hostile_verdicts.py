@@ -234,3 +234,25 @@ def test_a_partial_verdict_names_the_added_aggregates_of_every_stage(extra, oute
     assert report.verdict is PARTIAL, report.to_text()
     assert report.aggregates.added == added
     assert "upstream window: SUM(MyTable.b)" in report.aggregates.kept
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("old, new, verdict, rules", [
+    ("", "HAVING SUM(b) > 1", FULL, ["stategate.having"]),
+    ("HAVING SUM(b) > 1", "HAVING SUM(b) > 2 AND SUM(b) < 100", FULL, ["stategate.having"]),
+    ("HAVING SUM(b) > 1", "", FULL, ["stategate.having"]),
+    # An aggregate only HAVING reads is state like any other: added, it starts from zero.
+    ("", "HAVING COUNT(*) > 1", PARTIAL, ["aggregate.added", "stategate.having"]),
+])
+def test_having_is_judged_on_emit_and_its_aggregates_as_state(kind, old, new, verdict, rules) -> None:
+    """Flink evaluates HAVING on each window's results where it is emitted (a Calc after the window
+    aggregate): a changed condition keeps the state; an aggregate it adds is one more aggregate."""
+    def script(having: str) -> str:
+        if kind == "legacy":
+            return legacy("a, SUM(b) AS s", window=f"TUMBLE(ts, INTERVAL '1' MINUTE) {having}")
+        return tvf("a, SUM(b) AS s", group=f"a, window_start, window_end {having}")
+
+    report = compare(script(old), script(new))
+    assert report.verdict is verdict, report.to_text()
+    assert all(any(f.rule.endswith(rule) for f in report.findings) for rule in rules), report.to_text()
+    assert compare(script(new), script(new)).verdict is FULL

@@ -38,6 +38,11 @@ REFUSED = [
      "AS rownum FROM (SELECT window_start, window_end, SUM(c) AS t FROM PerSupplier GROUP BY window_start, window_end)) "
      "WHERE rownum <= 1", "a window Top-N over an aggregation of whole windows"),
     ("SELECT item, price FROM Bid", "no window aggregation"),
+    # The job reads an upstream aggregation's windows from its state, before a HAVING would drop any.
+    (PER_SUPPLIER.replace("supplier_id, window_start, window_end;", "supplier_id, window_start, window_end "
+                          "HAVING COUNT(*) > 2;") + "SELECT window_start, window_end, SUM(c) FROM PerSupplier "
+     "GROUP BY window_start, window_end",
+     "HAVING COUNT(*) > 2 in an aggregation another one reads is not supported on Spark"),
     # Flink 2.3 plans these as a GroupAggregate over the TVF's rows: updating, never expiring.
     (f"SELECT window_start, COUNT(*) FROM {WINDOW} GROUP BY window_start",
      "a GROUP BY of a window TVF without window_end is not supported: Flink runs it as an updating aggregation"),

@@ -11,6 +11,7 @@ cast to an INT or a DECIMAL, or past a DOUBLE's 15 significant digits within a r
 from __future__ import annotations
 
 import json
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -49,3 +50,21 @@ def test_a_json_object_that_flink_cannot_build_fails_the_job_as_it_fails_flink(s
                                    "GROUP BY supplier_id, window_start, window_end")
     with pytest.raises(JobFailed, match=f"JSON_OBJECTAGG.*{message}"):
         collect_pipelines(spark, sql, tmp_path / "checkpoint", ["select#1"])
+
+
+#: A HAVING over the ``basic`` fixture's results, with an aggregate only it reads (COUNT(*), true
+#: of every window Flink emits: it must be kept in state to be read at all).
+HAVING = "HAVING COUNT(qty) > 10 AND MAX(price) > 400 AND COUNT(*) >= 1"
+
+
+def test_having_keeps_the_windows_whose_results_pass_it_on_every_window_kind(spark, tmp_path) -> None:
+    """Flink runs a HAVING as a Calc over its window aggregate's rows: the windows of the query
+    without it whose COUNT(qty) (column a10) and MAX(price) (a4) pass."""
+    basic = json.loads((FIXTURES / "basic.json").read_text())
+    having = {**basic, "queries": {kind: f"{query}\n{HAVING}" for kind, query in basic["queries"].items()},
+              "rows": {kind: [row for row in rows if row[3 + 10] > 10 and Decimal(row[3 + 4]) > 400]
+                       for kind, rows in basic["rows"].items()}}
+    assert all(0 < len(having["rows"][kind]) < len(basic["rows"][kind]) for kind in basic["rows"]), \
+        "the condition keeps some windows of every kind and drops others"
+    rows, kinds, pipelines = run_fixture(spark, having, tmp_path)
+    assert_equals_flink(having, rows, kinds, pipelines)

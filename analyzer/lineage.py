@@ -345,16 +345,20 @@ class _SelectResolver:
                 if self.select.args.get(key) is not None and (key != "having" or not self._is_aggregation())]
 
     def _where(self, scope: Scope, base: Relation, predicate: exp.Expr) -> Relation:
-        between, unsupported, filters = list(base.between), list(base.unsupported), list(base.filters)
+        between, filters, emitted = list(base.between), list(base.filters), []
         for conjunct in conjuncts(predicate):
             resolved = scope.resolve(conjunct)
             if base.window is not None and reads_window_fields(resolved):
                 between.append(Clause(ClauseKind.FILTER, Resolved.of(resolved, conjunct)))
             elif base.aggregate is not None and not self._is_aggregation():
-                unsupported.append(f"filter after a window aggregation: {conjunct.sql(dialect='flink')}")
+                # Over a window aggregation's rows: Flink's Calc after it, as a HAVING is.
+                emitted.append(Resolved.of(resolved, conjunct))
             else:
                 filters.append(Resolved.of(resolved, conjunct))
-        return replace(base, between=tuple(between), unsupported=tuple(unsupported), filters=tuple(filters))
+        if emitted and base.aggregate is not None:
+            aggregate = replace(base.aggregate, having=(*base.aggregate.having, *emitted))
+            base = replace(base, aggregate=aggregate, source=aggregate if base.source is base.aggregate else base.source)
+        return replace(base, between=tuple(between), filters=tuple(filters))
 
     # --- plain projection (no aggregation)
     def _project(self, scope: Scope, base: Relation) -> Relation:

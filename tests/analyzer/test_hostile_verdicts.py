@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from stategate.analyzer import Verdict, compare
+from stategate.analyzer import Verdict, build, compare
 from tests.analyzer.seed_cases import legacy, tvf
 
 FULL, PARTIAL, INCOMPATIBLE = Verdict.FULL, Verdict.PARTIAL, Verdict.INCOMPATIBLE
@@ -256,3 +256,16 @@ def test_having_is_judged_on_emit_and_its_aggregates_as_state(kind, old, new, ve
     assert report.verdict is verdict, report.to_text()
     assert all(any(f.rule.endswith(rule) for f in report.findings) for rule in rules), report.to_text()
     assert compare(script(new), script(new)).verdict is FULL
+
+
+def test_a_where_over_an_aggregation_s_rows_is_its_having() -> None:
+    """``SELECT * FROM (window aggregation) WHERE s > 1`` is Flink's Calc after the window
+    aggregate, as a HAVING is: the same condition, judged the same way (it was refused as a filter
+    after a window aggregation, and sent to a human)."""
+    inner = tvf("a, window_start, window_end, SUM(b) AS s").rstrip(";")
+    having = tvf("a, window_start, window_end, SUM(b) AS s", group="a, window_start, window_end HAVING SUM(b) > 1")
+    where = f"SELECT * FROM ({inner}) WHERE s > 1;"
+    assert [c.key for c in build(where).pipelines[0].aggregate.having] \
+        == [c.key for c in build(having).pipelines[0].aggregate.having]
+    report = compare(f"SELECT * FROM ({inner}) WHERE s > 1;", f"SELECT * FROM ({inner}) WHERE s > 2;")
+    assert report.verdict is FULL and [f.rule for f in report.findings] == ["stategate.having"], report.to_text()

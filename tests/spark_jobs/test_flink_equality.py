@@ -53,18 +53,26 @@ def test_a_json_object_that_flink_cannot_build_fails_the_job_as_it_fails_flink(s
 
 
 #: A HAVING over the ``basic`` fixture's results, with an aggregate only it reads (COUNT(*), true
-#: of every window Flink emits: it must be kept in state to be read at all).
-HAVING = "HAVING COUNT(qty) > 10 AND MAX(price) > 400 AND COUNT(*) >= 1"
+#: of every window Flink emits: it must be kept in state to be read at all); and the same condition
+#: as a WHERE over the aggregation's rows, read from a view.
+CONDITIONS = {
+    "having": lambda kind, query: f"{query}\nHAVING COUNT(qty) > 10 AND MAX(price) > 400 AND COUNT(*) >= 1",
+    "where": lambda kind, query: f"CREATE TEMPORARY VIEW {kind}_windows AS {query};\n"
+                                 f"SELECT * FROM {kind}_windows WHERE a10 > 10 AND a4 > 400",
+}
 
 
-def test_having_keeps_the_windows_whose_results_pass_it_on_every_window_kind(spark, tmp_path) -> None:
-    """Flink runs a HAVING as a Calc over its window aggregate's rows: the windows of the query
-    without it whose COUNT(qty) (column a10) and MAX(price) (a4) pass."""
+@pytest.mark.parametrize("written", CONDITIONS)
+def test_a_condition_on_the_results_keeps_the_windows_that_pass_it_on_every_window_kind(spark, tmp_path,
+                                                                                        written: str) -> None:
+    """Flink runs a HAVING, and a WHERE over a window aggregation's rows, as a Calc after its window
+    aggregate: the windows of the query without it whose COUNT(qty) (column a10) and MAX(price)
+    (a4) pass."""
     basic = json.loads((FIXTURES / "basic.json").read_text())
-    having = {**basic, "queries": {kind: f"{query}\n{HAVING}" for kind, query in basic["queries"].items()},
-              "rows": {kind: [row for row in rows if row[3 + 10] > 10 and Decimal(row[3 + 4]) > 400]
-                       for kind, rows in basic["rows"].items()}}
-    assert all(0 < len(having["rows"][kind]) < len(basic["rows"][kind]) for kind in basic["rows"]), \
+    kept = {**basic, "queries": {kind: CONDITIONS[written](kind, query) for kind, query in basic["queries"].items()},
+            "rows": {kind: [row for row in rows if row[3 + 10] > 10 and Decimal(row[3 + 4]) > 400]
+                     for kind, rows in basic["rows"].items()}}
+    assert all(0 < len(kept["rows"][kind]) < len(basic["rows"][kind]) for kind in basic["rows"]), \
         "the condition keeps some windows of every kind and drops others"
-    rows, kinds, pipelines = run_fixture(spark, having, tmp_path)
-    assert_equals_flink(having, rows, kinds, pipelines)
+    rows, kinds, pipelines = run_fixture(spark, kept, tmp_path)
+    assert_equals_flink(kept, rows, kinds, pipelines)

@@ -240,6 +240,7 @@ def sketch_size(accuracy: float) -> int:
 #: NULL values (``AggregateFunction.null_switch``).
 IGNORE_NULLS, NULL_ON_NULL, ABSENT_ON_NULL = "IGNORE NULLS", "NULL ON NULL", "ABSENT ON NULL"
 
+
 class Operands(Enum):
     """The argument types Flink's signature of an aggregate takes, as it refuses the others
     (probed in Flink 2.3: "Cannot apply 'SUM' to arguments of type 'SUM(<BOOLEAN>)'", "Max

@@ -322,10 +322,10 @@ def _check_literal(aggregate: Aggregate, literal: str, constant: exp.Expr, line:
 
 def _check_clauses(aggregate: Aggregate, line: int | None, col: int | None) -> None:
     """The clauses inside an aggregate call that sqlglot reads and Flink 2.3 does not take as
-    written (each probed there): ``COUNT(DISTINCT *)``, a FILTER after an ``IGNORE NULLS`` or ``RESPECT NULLS`` inside the
-    parentheses (which sqlglot then leaves on the value), and an ORDER BY inside the parentheses,
-    which Flink's parser takes only in ARRAY_AGG and JSON_ARRAYAGG, where the values still come in
-    the order rows arrive in."""
+    written (each probed there): ``COUNT(DISTINCT *)``, a FILTER after an ``IGNORE NULLS`` or
+    ``RESPECT NULLS`` inside the parentheses (which sqlglot then leaves on the value), and an ORDER
+    BY inside the parentheses, which Flink's parser takes only in ARRAY_AGG and JSON_ARRAYAGG, where
+    the values still come in the order rows arrive in."""
     values = [arg.expr for arg in aggregate.args]
     if aggregate.distinct and any(isinstance(v, exp.Star) for v in values):
         raise SQLModelError(f"{aggregate.written}: DISTINCT * is a syntax error in Flink", line=line, col=col)

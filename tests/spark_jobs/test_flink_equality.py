@@ -52,27 +52,43 @@ def test_a_json_object_that_flink_cannot_build_fails_the_job_as_it_fails_flink(s
         collect_pipelines(spark, sql, tmp_path / "checkpoint", ["select#1"])
 
 
-#: A HAVING over the ``basic`` fixture's results, with an aggregate only it reads (COUNT(*), true
-#: of every window Flink emits: it must be kept in state to be read at all); and the same condition
-#: as a WHERE over the aggregation's rows, read from a view.
+#: Conditions on the ``basic`` fixture's results, each with the rows of Flink's it keeps: a HAVING
+#: with an aggregate only it reads (COUNT(*), true of every window Flink emits: it must be kept in
+#: state to be read at all); the same condition as a WHERE over the aggregation's rows, read from
+#: a view; and a HAVING of an aggregation of whole windows (each window's largest COUNT(qty)).
 CONDITIONS = {
-    "having": lambda kind, query: f"{query}\nHAVING COUNT(qty) > 10 AND MAX(price) > 400 AND COUNT(*) >= 1",
-    "where": lambda kind, query: f"CREATE TEMPORARY VIEW {kind}_windows AS {query};\n"
-                                 f"SELECT * FROM {kind}_windows WHERE a10 > 10 AND a4 > 400",
+    "having": (lambda kind, query: f"{query}\nHAVING COUNT(qty) > 10 AND MAX(price) > 400 AND COUNT(*) >= 1",
+               lambda rows: [row for row in rows if row[3 + 10] > 10 and Decimal(row[3 + 4]) > 400]),
+    "where": (lambda kind, query: f"CREATE TEMPORARY VIEW {kind}_windows AS {query};\n"
+                                  f"SELECT * FROM {kind}_windows WHERE a10 > 10 AND a4 > 400",
+              lambda rows: [row for row in rows if row[3 + 10] > 10 and Decimal(row[3 + 4]) > 400]),
+    "whole": (lambda kind, query: f"CREATE TEMPORARY VIEW {kind}_each AS {query};\n"
+                                  f"SELECT 'all', window_start, window_end, MAX(a10) AS most FROM {kind}_each "
+                                  "GROUP BY window_start, window_end HAVING MAX(a10) > 12",
+              lambda rows: [["all", *window, most] for window, most in _most(rows).items() if most > 12]),
 }
 
 
-@pytest.mark.parametrize("written", CONDITIONS)
-def test_a_condition_on_the_results_keeps_the_windows_that_pass_it_on_every_window_kind(spark, tmp_path,
-                                                                                        written: str) -> None:
+def _most(rows: list[list]) -> dict[tuple, int]:
+    """Each window's largest COUNT(qty) (column a10) over its suppliers' rows."""
+    most: dict[tuple, int] = {}
+    for row in rows:
+        most[tuple(row[1:3])] = max(most.get(tuple(row[1:3]), 0), row[3 + 10])
+    return most
+
+
+def test_a_condition_on_the_results_keeps_the_windows_that_pass_it_on_every_window_kind(spark, tmp_path) -> None:
     """Flink runs a HAVING, and a WHERE over a window aggregation's rows, as a Calc after its window
-    aggregate: the windows of the query without it whose COUNT(qty) (column a10) and MAX(price)
-    (a4) pass."""
+    aggregate: the windows of the query without it whose results pass (COUNT(qty) is column a10,
+    MAX(price) a4)."""
     basic = json.loads((FIXTURES / "basic.json").read_text())
-    kept = {**basic, "queries": {kind: CONDITIONS[written](kind, query) for kind, query in basic["queries"].items()},
-            "rows": {kind: [row for row in rows if row[3 + 10] > 10 and Decimal(row[3 + 4]) > 400]
-                     for kind, rows in basic["rows"].items()}}
-    assert all(0 < len(kept["rows"][kind]) < len(basic["rows"][kind]) for kind in basic["rows"]), \
-        "the condition keeps some windows of every kind and drops others"
+    kept = {**basic, "queries": {}, "rows": {}}
+    for form, (query, keep) in CONDITIONS.items():
+        for kind in basic["queries"]:
+            kept["queries"][f"{kind} {form}"] = query(kind, basic["queries"][kind])
+            kept["rows"][f"{kind} {form}"] = keep(basic["rows"][kind])
+            assert 0 < len(kept["rows"][f"{kind} {form}"]) < len(_most(basic["rows"][kind]) if form == "whole"
+                                                                 else basic["rows"][kind]), \
+                f"{kind} {form}: the condition keeps some windows and drops others"
     rows, kinds, pipelines = run_fixture(spark, kept, tmp_path)
     assert_equals_flink(kept, rows, kinds, pipelines)

@@ -239,6 +239,8 @@ def sketch_size(accuracy: float) -> int:
 #: The clauses the engine takes around or in an aggregate call: each turns the aggregate's way with
 #: NULL values (``AggregateFunction.null_switch``).
 IGNORE_NULLS, NULL_ON_NULL, ABSENT_ON_NULL = "IGNORE NULLS", "NULL ON NULL", "ABSENT ON NULL"
+#: The nodes sqlglot parses ``IGNORE NULLS`` and ``RESPECT NULLS`` into, around the call or its value.
+NULL_TREATMENTS = (exp.IgnoreNulls, exp.RespectNulls)
 
 
 class Operands(Enum):

@@ -29,7 +29,7 @@ from stategate.analyzer.dialect import (
     WindowTVF,
     function_name,
 )
-from stategate.analyzer.aggregates import AGGREGATES, FLINK_AGGREGATES, IGNORE_NULLS
+from stategate.analyzer.aggregates import AGGREGATES, FLINK_AGGREGATES, IGNORE_NULLS, NULL_TREATMENTS
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.intervals import interval_ms
 from stategate.analyzer.joins import join_of
@@ -607,7 +607,7 @@ class _SelectResolver:
         flt = None
         if isinstance(parent, exp.Filter) and parent.this is call:
             written, flt = parent, parent.expression.this
-            if isinstance(parent.parent, _NULL_TREATMENTS):  # sqlglot reads it; Flink's parser refuses it
+            if isinstance(parent.parent, NULL_TREATMENTS):  # sqlglot reads it; Flink's parser refuses it
                 raise _at(SQLModelError(f"{parent.parent.sql(dialect='flink')}: IGNORE NULLS or RESPECT NULLS after "
                                         "FILTER is a syntax error in Flink"), parent.parent, parent.parent)
         distinct = False
@@ -672,8 +672,7 @@ def _renamed(relation: Relation, columns: tuple[str, ...], name: str) -> Relatio
 
 
 #: Clauses sqlglot parses as a node around the aggregate call they modify.
-_NULL_TREATMENTS = (exp.IgnoreNulls, exp.RespectNulls)
-_MODIFIERS = (*_NULL_TREATMENTS, exp.WithinGroup)
+_MODIFIERS = (*NULL_TREATMENTS, exp.WithinGroup)
 #: Arguments of an aggregate node that are read as its inputs; the others are modifiers.
 _CONSTANTS = ("accuracy",)  # after its value: APPROX_COUNT_DISTINCT(x, 0.9)
 _INPUTS = ("this", "expressions", *_CONSTANTS)

@@ -28,7 +28,7 @@ from typing import Callable
 
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import ACCURACY, AGGREGATES, SEPARATOR, Distinct
+from stategate.analyzer.aggregates import ACCURACY, AGGREGATES, NULL_TREATMENTS, SEPARATOR, Distinct
 from stategate.analyzer.dialect import Flink, function_name
 from stategate.analyzer.functions import spark_lacks
 from stategate.analyzer.errors import SQLModelError
@@ -329,7 +329,7 @@ def _check_clauses(aggregate: Aggregate, line: int | None, col: int | None) -> N
     values = [arg.expr for arg in aggregate.args]
     if aggregate.distinct and any(isinstance(v, exp.Star) for v in values):
         raise SQLModelError(f"{aggregate.written}: DISTINCT * is a syntax error in Flink", line=line, col=col)
-    if aggregate.filter is not None and any(isinstance(v, (exp.IgnoreNulls, exp.RespectNulls)) for v in values):
+    if aggregate.filter is not None and any(isinstance(v, NULL_TREATMENTS) for v in values):
         raise SQLModelError(f"{aggregate.written}: Flink refuses a FILTER on an aggregate with IGNORE NULLS or "
                             "RESPECT NULLS (\"FILTER must be applied to aggregate function\")", line=line, col=col)
     json_array = aggregate.expr.find(exp.JSONArrayAgg)

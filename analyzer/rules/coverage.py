@@ -11,7 +11,7 @@ from typing import AbstractSet as Set
 
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import FLINK_AGGREGATES
+from stategate.analyzer.aggregates import FLINK_AGGREGATES, NULL_TREATMENTS
 from stategate.analyzer.layout import WIDTH_SETTINGS
 from stategate.analyzer.reseed import not_reseedable
 from stategate.analyzer.settings import (FLINK_TO_SPARK, ROCKSDB, SHUFFLE_PARTITIONS, STATE_STORE, ignored,
@@ -156,7 +156,7 @@ def _computed_on_emit(output: Output) -> bool:
     if output.role not in (Role.KEY, Role.EXPRESSION, Role.AGGREGATE):
         return False
     node = output.value.expr
-    while isinstance(node, (exp.Filter, exp.IgnoreNulls, exp.RespectNulls)):
+    while isinstance(node, (exp.Filter, *NULL_TREATMENTS)):
         node = node.this
     return not (isinstance(node, exp.AggFunc)
                 or isinstance(node, exp.Anonymous) and node.name.upper() in FLINK_AGGREGATES)

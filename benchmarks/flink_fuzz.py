@@ -108,8 +108,8 @@ def draw_call(rng: random.Random, variance: bool, numeric: bool = False) -> str:
         elif kind == "ARRAY_AGG":
             nulls = rng.choice(("", "", " IGNORE NULLS", " RESPECT NULLS"))
             if nulls:  # inside the parentheses or after them; Flink takes no FILTER with either
-                return f"ARRAY_AGG({rng.choice(ELEMENTS)}{nulls})" if rng.random() < 0.5 else \
-                    f"ARRAY_AGG({rng.choice(ELEMENTS)}){nulls}"
+                inside, element = rng.random() < 0.5, rng.choice(ELEMENTS)
+                return f"ARRAY_AGG({element}{nulls})" if inside else f"ARRAY_AGG({element}){nulls}"
             call = f"ARRAY_AGG({rng.choice(ELEMENTS)})"
         elif kind == "COLLECT":
             call = f"COLLECT({rng.choice(ELEMENTS)})"
@@ -216,9 +216,9 @@ def _shaped(shape: str, kind: str, aggregation: str, outer: tuple[list[str], str
     in the ``outer`` window (:data:`OUTER_WINDOWS`) over the aggregation's windows (read by their
     ``window_time`` from a view named after the window ``kind``: a script defines a view once); the
     ``top`` rows per window by their count, then their key (a bound on ``rownum`` written one of
-    the ways Flink takes: ``<=``, ``<``, ``=``, ``BETWEEN``, reversed, beside another predicate); or a window ``join`` (an inner or a
-    left one) of it with another aggregation of the same windows and keys, over filtered bids (or,
-    of SESSION windows, with filtered aggregates)."""
+    the ways Flink takes: ``<=``, ``<``, ``=``, ``BETWEEN``, reversed, beside another predicate);
+    or a window ``join`` (an inner or a left one) of it with another aggregation of the same windows
+    and keys, over filtered bids (or, of SESSION windows, with filtered aggregates)."""
     view = f"{kind}Windows"
     if shape == "join":
         how, other = join

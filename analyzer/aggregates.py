@@ -70,6 +70,8 @@ class Takes(Enum):
     ROW = "row"  # nothing but that the row counts (COUNT: its guard says which rows do)
     VALUE = "value"  # the value in the field's type, a time as its microseconds
     SQUARE = "square"  # the value's square
+    SMALL_SQUARE = "small_square"  # the value's exact square, where Spark multiplies it exactly (else 0)
+    LARGE_SQUARE = "large_square"  # the value's square in DOUBLE, where it is not exact (else 0)
     TEXT = "text"  # the value as text
     KEYED = "keyed"  # the value with its key, both as text
     SKETCHED = "sketched"  # the value as a sketch hashes it
@@ -90,6 +92,8 @@ class Fill(Enum):
     COUNT = ("count", "sum", Takes.ROW)
     SUM = ("sum", "sum", Takes.VALUE)
     SUM_SQUARES = ("sum", "sum", Takes.SQUARE)
+    SUM_SMALL_SQUARES = ("sum", "sum", Takes.SMALL_SQUARE)
+    SUM_LARGE_SQUARES = ("sum", "sum", Takes.LARGE_SQUARE)
     MIN = ("min", "min", Takes.VALUE)
     MAX = ("max", "max", Takes.VALUE)
     VALUE_SET = ("collect_set", "union", Takes.VALUE)
@@ -329,6 +333,11 @@ class AggregateFunction:
     :param flink: how Flink spells it, where the model's name differs
     :param integers_as: the family it computes integers in, where not as exact numbers (Flink
         computes a STDDEV or VARIANCE of integers in DOUBLE, then casts to the integer type)
+    :param exact_digits: the most digits an exact argument's type may have for it to keep its
+        values as exact numbers; a wider one's it keeps as :attr:`Family.WIDE`. A STDDEV or
+        VARIANCE keeps the squares of a DECIMAL(p, s) at scale 2s, which takes 2p digits: past 19
+        (a DECIMAL(38, 18), whose squares at scale 36 keep 2 whole digits) no decimal holds every
+        square, and it keeps those past its exact squares in DOUBLE, as Flink computes them all
     :param keyed: its first argument is a key (text, never NULL, each once in a group: JSON_OBJECTAGG's),
         its value the second
     :param literal: what a constant argument after its value is, where one may follow
@@ -355,6 +364,7 @@ class AggregateFunction:
     result: Result
     flink: str = ""
     integers_as: Family | None = None
+    exact_digits: int | None = None
     keyed: bool = False
     literal: str = ""
     distinct: Distinct = Distinct.SET
@@ -406,9 +416,14 @@ class AggregateFunction:
         """Which argument is the value it aggregates: the one after its key, if it has one."""
         return 1 if self.keyed else 0
 
-    def kept_as(self, family: Family | None, integer: bool) -> Family | None:
-        """The family it keeps values of ``family`` in (``integer``: of an integer type)."""
-        return self.integers_as if integer and self.integers_as is not None else family
+    def kept_as(self, family: Family | None, integer: bool, digits: int | None = None) -> Family | None:
+        """The family it keeps values of ``family`` in (``integer``: of an integer type; ``digits``:
+        an exact type's, where known)."""
+        if integer:
+            return self.integers_as or family
+        limit = self.exact_digits
+        wide = family is Family.EXACT and digits is not None and limit is not None and digits > limit
+        return Family.WIDE if wide else family
 
     @property
     def spelled(self) -> str:
@@ -463,12 +478,17 @@ def _by_arrival(name: str, first: bool, result: Result, distinct_state: State = 
 
 def _spread(name: str, result: Result, flink: str = "") -> AggregateFunction:
     """STDDEV and VARIANCE, as Flink reduces them: from the count, the sum and the sum of squares
-    of the values; Flink computes those of integers in DOUBLE."""
+    of the values; those of integers in DOUBLE, as Flink computes them, and the squares of a
+    DECIMAL too wide for them in two sums: exact below what Spark multiplies exactly, in DOUBLE past it."""
     return AggregateFunction(name, {Family.EXACT: ((COUNTED, Fill.COUNT), (EXACT_SUM, Fill.SUM),
                                                    (EXACT_SQUARES, Fill.SUM_SQUARES)),
+                                    Family.WIDE: ((COUNTED, Fill.COUNT), (EXACT_SUM, Fill.SUM),
+                                                  (EXACT_SQUARES, Fill.SUM_SMALL_SQUARES),
+                                                  (FLOATING_SQUARES, Fill.SUM_LARGE_SQUARES)),
                                     Family.FLOATING: ((COUNTED, Fill.COUNT), (FLOATING_VALUE, Fill.SUM),
                                                       (FLOATING_SQUARES, Fill.SUM_SQUARES))},
-                             result, flink, integers_as=Family.FLOATING, operands=Operands.NUMBERS)
+                             result, flink, integers_as=Family.FLOATING, exact_digits=MAX_DIGITS // 2,
+                             operands=Operands.NUMBERS)
 
 
 AGGREGATES: Mapping[str, AggregateFunction] = {a.name: a for a in (

@@ -20,6 +20,10 @@ class Family(str, Enum):
     EXACT = "m"
     INTEGER = "i"  # never a type's family: the one a SUM, MIN or MAX keeps integers in (a long, as Spark)
     FLOATING = "d"
+    #: never a type's family either: the one a STDDEV or VARIANCE keeps a DECIMAL in whose squares
+    #: no decimal holds at twice its scale (``AggregateFunction.exact_digits``): exact where a value's
+    #: square fits, in DOUBLE past it
+    WIDE = "w"
     TIME = "t"
     TEXT = "s"
 
@@ -30,4 +34,5 @@ class Family(str, Enum):
 
 
 _DESCRIBED = {Family.EXACT: "an exact number", Family.INTEGER: "an integer",
-              Family.FLOATING: "a floating-point number", Family.TIME: "a time", Family.TEXT: "text"}
+              Family.FLOATING: "a floating-point number", Family.WIDE: "an exact number of more than 19 digits",
+              Family.TIME: "a time", Family.TEXT: "text"}

@@ -22,7 +22,7 @@ from typing import Any, Mapping
 from stategate.analyzer.build import build
 from stategate.analyzer.compare import compare_models
 from stategate.analyzer.errors import SQLModelError
-from stategate.analyzer.layout import LAYOUT, JobLayout, NoRoom, plan
+from stategate.analyzer.layout import LAYOUT, JobLayout, NoRoom, outgrown, plan
 from stategate.analyzer.model import JobModel
 from stategate.analyzer.reseed import not_reseedable, reseedable
 from stategate.analyzer.report import Carried, Finding, Report, Verdict
@@ -31,6 +31,7 @@ from stategate.analyzer.settings import reseeds_partitions
 #: Rule ids of the judgement's own findings.
 NO_RECORD, RECORD_UNREADABLE = "stategate.no-record", "stategate.record-unreadable"
 LAYOUT_OLD, LAYOUT_NO_ROOM, LAYOUT_RESEED = "stategate.layout.old", "stategate.layout.no-room", "stategate.layout.reseed"
+LAYOUT_OUTGROWN = "stategate.layout.outgrown"
 
 
 @dataclass(frozen=True)
@@ -126,9 +127,18 @@ def _layout(new: JobModel, deployed: JobLayout, watermarks: Mapping[str, int | N
                               f"the change does not fit the recorded state layout: {error}{why}; clear the state "
                               "(a fresh start sizes the buffer anew; SET 'stategate.state.slots' leaves room)",
                               pipeline=error.pipeline or "")]
-    return layout, [Finding(LAYOUT_RESEED, Verdict.FULL,
-                            "the aggregates do not fit the recorded state layout, so the restart re-seeds: it "
-                            "archives the old state inside the checkpoint, carries its open windows into a new "
-                            "layout (kept aggregates go on, added ones start from zero) and reads the source from "
-                            "where the old version stopped", pipeline=name)
-                    for name in sorted(layout.reseeded - repartitioned)]
+    reseeds = [Finding(LAYOUT_RESEED, Verdict.FULL,
+                       "the aggregates do not fit the recorded state layout, so the restart re-seeds: it "
+                       "archives the old state inside the checkpoint, carries its open windows into a new "
+                       "layout (kept aggregates go on, added ones start from zero) and reads the source from "
+                       "where the old version stopped", pipeline=name)
+               for name in sorted(layout.reseeded - repartitioned)]
+    return layout, reseeds + [
+        Finding(LAYOUT_OUTGROWN, Verdict.UNKNOWN,
+                "a STDDEV or VARIANCE of a DECIMAL of more than 19 digits keeps its squares in a slot an earlier "
+                "release recorded at twice the DECIMAL's scale, which the square of a value from 10^(19 - s) up "
+                "(a DECIMAL(38, 18)'s from 10) does not fit: such a value stops the job or leaves its window's "
+                f"result wrong; its state cannot be re-seeded into a slot that keeps them "
+                f"({not_reseedable(new, new.pipeline_named[name])}): clear the state to take them, or restart "
+                "to go on as before", pipeline=name)
+        for name in outgrown(new, layout)]

@@ -78,7 +78,8 @@ class Shape:
     values kept at ``scale`` in ``precision`` digits; or, generic (no function), every aggregate its
     pool holds. ``distinct``: the DISTINCT form of an aggregate that keeps another state with it
     (``AggregateFunction.distinct_state``). Recorded as text: ``SUM:m2p10`` (a sum of DECIMAL(10, 2)
-    values), ``SUM:i`` (of integers), ``MAX:t0p18``, ``AVG:d``, ``COUNT``, ``LAST_VALUE DISTINCT``,
+    values), ``SUM:i`` (of integers), ``MAX:t0p18``, ``AVG:d``, ``STDDEV_POP:w18`` (of a DECIMAL(38, 18):
+    :attr:`~analyzer.families.Family.WIDE`), ``COUNT``, ``LAST_VALUE DISTINCT``,
     ``*``. A shape recorded without a precision (``SUM:m2``, before state rows were kept at Spark's
     width) takes values in 38 digits."""
 
@@ -432,6 +433,9 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
             until = _retire_until(model, stage, watermark)
             pooled = _pooled(model, stage)
             try:
+                if unseedable is None and _outgrown(layout, pooled):
+                    raise NoRoom("a STDDEV or VARIANCE of a DECIMAL of more than 19 digits keeps its squares "
+                                 "in a slot recorded exact, which a value's square may overflow")
                 plain, text, distinct = (layout.pool(pool).evolve(pooled[pool], watermark, until, pool,
                                                                   layout.counted if pool is Pool.PLAIN else None)
                                          for pool in Pool)
@@ -452,15 +456,36 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
     return JobLayout(pipelines, reseeded=frozenset(reseeded))
 
 
+def _outgrown(layout: StageLayout, pooled: Mapping[Pool, Mapping[str, Shape]]) -> bool:
+    """Whether a kept aggregate's slot was recorded exact for values it now keeps as
+    :attr:`Family.WIDE`: a STDDEV's or VARIANCE's of a DECIMAL of more than 19 digits, whose squares
+    at twice its scale a value may overflow (a DECIMAL(38, 18)'s from 10 up), stopping the job. A
+    re-seed carries its count, sum and squares into a slot that keeps those past it in DOUBLE."""
+    return any(layout.pool(pool).shapes[slot].family is Family.EXACT and shapes[identity].family is Family.WIDE
+               for pool, shapes in pooled.items() for identity, slot in layout.pool(pool).assigned if identity in shapes)
+
+
+def outgrown(model: JobModel, layout: JobLayout) -> list[str]:
+    """The pipelines whose ``layout`` still keeps an aggregate in a slot it has outgrown
+    (:func:`_outgrown`): those whose state cannot be re-seeded."""
+    return [pipeline.name for pipeline in model.pipelines
+            if any(stage.window is not None and _outgrown(kept, _pooled(model, stage))
+                   for stage, kept in zip(pipeline.stages(), layout.pipelines.get(pipeline.name, ())))]
+
+
 def argument_family(model: JobModel, aggregate: Aggregate) -> Family | None:
     """The value family an aggregate keeps its argument's values in (:mod:`analyzer.value_types`;
-    integers in the family its table entry computes them in); None where it cannot be told."""
+    integers, and exact numbers of a type wider than it keeps exactly, in the family its table
+    entry computes them in); None where it cannot be told."""
     if not aggregate.args:
         return None
     expr = value_of(aggregate)
     found = family(model, expr)
     function = AGGREGATES.get(aggregate.function)
-    return function.kept_as(found, is_integer(model, expr)) if function is not None else found
+    if function is None:
+        return found
+    exact = exact_type(model, expr) if found is Family.EXACT and function.exact_digits is not None else None
+    return function.kept_as(found, is_integer(model, expr), exact[0] if exact else None)
 
 
 def value_of(aggregate: Aggregate) -> exp.Expr:
@@ -499,14 +524,16 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     multiplication per row and field). An AVG of integers keeps a long sum, which wraps past a
     long's range as Flink's does; one of other exact numbers keeps :data:`EXACT_SCALE` in 38
     digits: its division must not round before the result is cut to the result type. A STDDEV or
-    VARIANCE of exact numbers keeps their scale in 38 digits, and its sum of squares twice it: it
-    needs a certain scale (:mod:`analyzer.runnable` refuses an argument without one)."""
+    VARIANCE of exact numbers keeps their scale in 38 digits, and its sum of squares twice it (of
+    a DECIMAL of more than 19 digits, ``Family.WIDE``, beside a sum in DOUBLE of the squares Spark
+    does not multiply exactly): it needs a certain scale (:mod:`analyzer.runnable` refuses an
+    argument without one)."""
     if keeps_set(aggregate.function, aggregate.distinct):
         return GENERIC
     function = AGGREGATES.get(aggregate.function)
     found = argument_family(model, aggregate)
     exact = exact_type(model, value_of(aggregate)) \
-        if found is Family.EXACT and aggregate.function != "AVG" else None
+        if found in (Family.EXACT, Family.WIDE) and aggregate.function != "AVG" else None
     if function is not None and function.state_of(None) is not None \
             and not _in_own_type(function, aggregate, found, exact is not None):
         return Shape(aggregate.function, distinct=aggregate.distinct and bool(function.distinct_state))

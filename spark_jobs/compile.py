@@ -337,7 +337,13 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
                     counts_rows=layout.is_row_count(pool, index))
     data_type = projected.schema[value].dataType
     shape = layout.pool(pool).shapes[index]
-    family = shape.kept_family(state.family_of(data_type, agg.function))
+    found = state.family_of(data_type, agg.function)
+    if isinstance(data_type, T.DecimalType) and shape.family in (Family.EXACT, Family.WIDE) \
+            and AGGREGATES[agg.function].exact_digits is not None:
+        # As the analyzer placed it from Flink's type of the argument, whose digits Spark's may not
+        # share (one recorded before wide DECIMALs had a family of their own: exact).
+        found = shape.family
+    family = shape.kept_family(found)
     expected = shape.family  # COUNT and generic slots take any family
     as_set = keeps_set(agg.function, agg.distinct)  # a set of values takes any family, as text
     if not as_set and (state_of(agg.function, family, agg.distinct)[0][0].pool is not pool

@@ -28,7 +28,7 @@ from stategate.analyzer.layout import value_of
 from stategate.analyzer.model import Aggregate, WindowAggregate, sql_key
 from stategate.analyzer.families import Family
 from stategate.analyzer.functions import flink_call, java_double
-from stategate.analyzer.value_types import INTEGER_BITS, Typing, text_digits, text_length
+from stategate.analyzer.value_types import INTEGER_BITS, Typing, exact_type, text_digits, text_length
 
 
 #: Operators whose result type depends on their operands' types. Flink types an integer literal as
@@ -291,6 +291,9 @@ def _as_flink_computes(node: exp.Expr, typing: Typing, translated: Callable[[exp
                                          unit=node.args["unit"].copy()), exp.DType.DATE)
     if isinstance(node, exp.Trunc):
         kind, written = typing.of(node), node.args.get("decimals")
+        digits = exact_type(typing.model, node) if kind.is_type(exp.DType.DECIMAL) else None
+        if digits is not None:  # Flink's (and Spark's) digits, where sqlglot keeps the argument's precision
+            kind = exp.DataType.build(f"DECIMAL({digits[0]}, {digits[1]})")
         value = translated(node.this)
         places = translated(written) if written is not None else exp.Literal.number(0)
         toward_zero = exp.If(this=exp.LT(this=value.copy(), expression=exp.Literal.number(0)),

@@ -533,6 +533,8 @@ _TAKEN: dict[Takes, Callable[[_Field, Slot], str]] = {
     Takes.ROW: lambda field, slot: "1",  # its guard says which rows count
     Takes.VALUE: lambda field, slot: f"CAST({_taken(slot.argument, slot.family)} AS {field.sql_type})",
     Takes.SQUARE: lambda field, slot: f"CAST({_squared(_taken(slot.argument, slot.family), slot)} AS {field.sql_type})",
+    Takes.SMALL_SQUARE: lambda field, slot: f"CAST({_split_square(slot.argument, _scale(slot))[0]} AS {field.sql_type})",
+    Takes.LARGE_SQUARE: lambda field, slot: _split_square(slot.argument, _scale(slot))[1],
     Takes.TEXT: lambda field, slot: f"CAST({slot.argument} AS STRING)",
     Takes.KEYED: _keyed,
     Takes.SKETCHED: lambda field, slot: _sketched(slot),
@@ -631,6 +633,17 @@ def _square(value: str, data_type: T.DataType, scale: int) -> str:
         return exact
     return (f"CASE WHEN abs({value}) < {_exact_below(scale)} THEN {exact} "
             f"ELSE CAST(CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE) AS decimal({MAX_DIGITS},{2 * scale})) END")
+
+
+def _split_square(value: str, scale: int) -> tuple[str, str]:
+    """The square of an exact value of ``scale`` (as SQL) as two parts, one of them 0: exact below
+    :func:`_exact_below` (in a DECIMAL(38, 2s)), in DOUBLE past it, where no decimal of twice the
+    scale need hold it (``Family.WIDE``). A scale past 18 has no exact part."""
+    if scale > 18:
+        return "0BD", f"CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE)"
+    small = f"abs({value}) < {_exact_below(scale)}"
+    return (f"CASE WHEN {small} THEN {_exact_square(value, scale)} ELSE 0BD END",
+            f"CASE WHEN {small} THEN 0D ELSE CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE) END")
 
 
 def _squares_exactly(data_type: T.DataType) -> bool:
@@ -844,23 +857,28 @@ def _once(value: str, name: str, body: str) -> str:
     return f"element_at(transform(array({value}), {name} -> {body}), 1)"
 
 
-def _spread_state(slot: Slot) -> tuple[str, str, str]:
-    """The count, sum and sum of squares of a STDDEV's or VARIANCE's values: its slot's fields, or
-    for DISTINCT, of its set of values."""
+def _spread_state(slot: Slot) -> tuple[str, str, str, str | None]:
+    """The count, sum and sum of squares of a STDDEV's or VARIANCE's values, and the sum of the
+    squares kept in DOUBLE beside exact ones (None where there are none, ``Family.WIDE``): its
+    slot's fields, or for DISTINCT, of its set of values (those of a type whose every square Spark
+    multiplies exactly, one sum; of any other, exact and DOUBLE squares apart, as ``Family.WIDE``)."""
     if not slot.keeps_set:
-        count, total, squares = fields_of(slot)
-        return quoted(count), quoted(total), quoted(squares)
+        count, total, squares, *doubled = fields_of(slot)
+        return quoted(count), quoted(total), quoted(squares), quoted(doubled[0]) if doubled else None
     scale = _scale(slot)
     value_type: T.DataType = T.DoubleType()
     square_type: T.DataType = T.DoubleType()
-    squared = "x * x"
+    squared, large = "x * x", None
     if slot.family is not Family.FLOATING:
         value_type, square_type = T.DecimalType(MAX_DIGITS, scale), T.DecimalType(MAX_DIGITS, 2 * scale)
-        squared = _square("x", slot.input_type, scale)
+        squared = _exact_square("x", scale)
+        if not _squares_exactly(slot.input_type):
+            squared, large = _split_square("x", scale)
     values = f"CAST({quoted(f'dv{slot.index}')} AS {T.ArrayType(value_type).simpleString()})"
     # No value: every result is NULL, as the fields of an empty slot are.
     return (f"CAST(size({values}) AS BIGINT)", _total(values, value_type, scale),
-            _total(f"transform({values}, x -> {squared})", square_type, 2 * scale))
+            _total(f"transform({values}, x -> {squared})", square_type, 2 * scale),
+            None if large is None else _total(f"transform({values}, x -> {large})", T.DoubleType(), 0))
 
 
 def _total(values: str, total_type: T.DataType, scale: int) -> str:
@@ -878,25 +896,18 @@ def _total(values: str, total_type: T.DataType, scale: int) -> str:
            f"(acc, x) -> CAST({added} AS {sql_type})) END"
 
 
-def _spread(slot: Slot, count: str, total: str, squares: str) -> str:
-    """A STDDEV or VARIANCE as Flink computes it from the count ``n``, sum and sum of squares:
-    ``(Σx² − (Σx)² / n) / n`` (``n − 1`` for a sample, NULL where that is 0), and its square root
-    for a STDDEV. Exact numbers keep Flink's scales: the result's scale ``r`` (the argument's, at
-    least 6), ``2r`` for squares, each division rounded half up to ``2r`` (every operand's type is
-    chosen so that Spark keeps that scale exactly); the square root goes through DOUBLE. Integers
-    and floating point are computed in DOUBLE, and the result cast to the argument's type; a
-    floating-point spread within the sums' rounding of zero is zero, as Flink's over equal values."""
+def _spread(slot: Slot, count: str, total: str, squares: str, large: str | None) -> str:
+    """A STDDEV or VARIANCE as Flink computes it from the count ``n``, sum and sum of squares (and
+    the sum of those kept in DOUBLE, ``large``): ``(Σx² − (Σx)² / n) / n`` (``n − 1`` for a sample,
+    NULL where that is 0), and its square root for a STDDEV. Exact numbers keep Flink's scales: the
+    result's scale ``r`` (the argument's, at least 6), ``2r`` for squares, each division rounded
+    half up to ``2r`` (every operand's type is chosen so that Spark keeps that scale exactly); the
+    square root goes through DOUBLE. Integers and floating point are computed in DOUBLE, and the
+    result cast to the argument's type."""
     divisor = f"({count} - 1)" if slot.result.sample else count
     divisor = f"CASE WHEN {divisor} != 0 THEN {divisor} END"
     if slot.family is Family.FLOATING:
-        spread = f"(({squares}) - ({total}) * ({total}) / {count})"
-        if not isinstance(slot.input_type, T.IntegralType):
-            # Flink's running mean and M2 (WELFORD_M2) give 0 over equal values; the sums of a
-            # floating-point value and of its squares differ by up to about n units of the squares'
-            # last place (0.1 three times: -1.2e-18, a STDDEV of NaN). A spread within that of zero
-            # is zero. (Integers' sums are exact below 2^53: theirs stands.)
-            spread = f"CASE WHEN {spread} <= {count} * {_DOUBLE_EPSILON} * ({squares}) THEN 0D ELSE {spread} END"
-        variance = f"{spread} / {divisor}"
+        variance = f"{_floating_spread(count, total, squares, not isinstance(slot.input_type, T.IntegralType))} / {divisor}"
         if slot.result.root:
             variance = f"pow({variance}, 0.5D)"
         return _floating_result(variance, slot.input_type)
@@ -906,12 +917,28 @@ def _spread(slot: Slot, count: str, total: str, squares: str) -> str:
     exact = f"(CAST({squares} AS {wide}) - CAST({mean_square} AS {wide})) / {divisor}"
     # Past what the exact terms hold, in DOUBLE, as Flink computes it; a result past DECIMAL(38, r)
     # is NULL, as Flink's cast of it is.
-    floating = f"(CAST({squares} AS DOUBLE) - CAST({total} AS DOUBLE) * CAST({total} AS DOUBLE) / {count}) / {divisor}"
     fits = f"abs({total}) < {_exact_below(scale)} AND abs({squares}) < {_power_of_ten(37 - 2 * scale)}"
+    squares = f"CAST({squares} AS DOUBLE)"
+    if large is not None:  # (NULL in a slot re-seeded from one recorded before it had them)
+        squares = f"({squares} + coalesce({large}, 0D))"
+        fits += f" AND coalesce({large}, 0D) = 0D"
+    floating = f"{_floating_spread(count, f'CAST({total} AS DOUBLE)', squares, True)} / {divisor}"
     if slot.result.root:
         return f"try_cast(pow(CASE WHEN {fits} THEN CAST({exact} AS DOUBLE) ELSE {floating} END, 0.5D) " \
                f"AS decimal(38,{scale}))"
     return f"CASE WHEN {fits} THEN CAST({exact} AS decimal(38,{scale})) ELSE try_cast({floating} AS decimal(38,{scale})) END"
+
+
+def _floating_spread(count: str, total: str, squares: str, steady: bool) -> str:
+    """``Σx² − (Σx)² / n`` in DOUBLE, from DOUBLE sums. ``steady``: Flink's running mean and M2
+    (WELFORD_M2) give 0 over equal values, where the sums of a value that is not an integer and of
+    its squares differ by up to about n units of the squares' last place (0.1 three times:
+    -1.2e-18, a STDDEV of NaN): a spread within that of zero is zero. (Integers' sums are exact
+    below 2^53: theirs stands.)"""
+    spread = f"(({squares}) - ({total}) * ({total}) / {count})"
+    if steady:
+        spread = f"CASE WHEN {spread} <= {count} * {_DOUBLE_EPSILON} * ({squares}) THEN 0D ELSE {spread} END"
+    return spread
 
 
 #: The distance from 1 to the next DOUBLE (2^-52): a sum's rounding, relative to the sum, per addition.

@@ -5,7 +5,9 @@ same queries on the same bids and must give the same windows with the same value
 digit where Flink computes exactly (``"compare": "exact"``); a DOUBLE within a relative 1e-9 (a sum
 of doubles depends on the order it adds them in); where Flink computes in DOUBLE whatever the
 argument's type (``"double"``: STDDEV, VARIANCE), within one unit of the result's last digit once
-cast to an INT or a DECIMAL, or past a DOUBLE's 15 significant digits within a relative 1e-14. FIRST_VALUE, LAST_VALUE and LISTAGG follow arrival order
+cast to an INT or a DECIMAL, or past a DOUBLE's 15 significant digits within a relative 1e-14;
+where both compute in DOUBLE, each its own way (``"floating"``: Flink's running mean, stategate's
+sums, over DECIMALs too wide for exact squares), as DOUBLEs. FIRST_VALUE, LAST_VALUE and LISTAGG follow arrival order
 (``ordered``): a value out of place is a difference."""
 
 from __future__ import annotations

@@ -165,3 +165,39 @@ def test_a_key_spark_types_otherwise_than_flink_keeps_sparks_key_and_writes_flin
         .trigger(availableNow=True).start().awaitTermination()
     our_key, their_key = state_schema(spark, ours)[0], state_schema(spark, theirs)[0]
     assert [f.dataType for f in our_key.fields] == [f.dataType for f in their_key.fields], (our_key, their_key)
+
+
+#: A checkpoint the release before STDDEV and VARIANCE kept a DECIMAL of more than 19 digits as
+#: ``Family.WIDE`` wrote (commit 3d64446): STDDEV_POP and VAR_SAMP of a DECIMAL(38, 18) in exact
+#: slots (``STDDEV_POP:m18``), whose squares at scale 36 keep two whole digits; both windows open.
+SPREADS_EXACT = "spreads-exact"
+
+
+def test_a_stddev_of_a_wide_decimal_recorded_exact_re_seeds_and_counts_values_its_squares_lost(spark, tmp_path) -> None:
+    """Upgrading stategate keeps a deployed STDDEV's state and ends a wrong result: the recorded
+    slots keep the squares of a DECIMAL(38, 18) at scale 36, where the square of a price of 25 does
+    not fit, so that window's STDDEV and VARIANCE came out 0. The restart with the same SQL
+    re-seeds them into slots that keep squares past the exact ones in DOUBLE: the carried count,
+    sum and squares go on, the price of 25 counts, and every window equals an uninterrupted run's."""
+    checkpoint, sql = recorded_checkpoint(SPREADS_EXACT, tmp_path)
+    source = tmp_path / "bids"
+    source.mkdir()
+    before = ["2020-04-15 08:05:00,4.00,C,supplier1", "2020-04-15 08:06:00,2.00,A,supplier2",
+              "2020-04-15 08:07:00,5.00,D,supplier1"]
+    after = ["2020-04-15 08:08:00,3.00,B,supplier1", "2020-04-15 08:09:00,25.00,E,supplier1",
+             "2020-04-15 08:09:30,1.00,G,supplier2", "2020-04-15 08:17:00,6.00,F,supplier2"]
+    write_recorded(checkpoint, source / "1.csv", "".join(line + "\n" for line in before))
+    (source / "2.csv").write_text("".join(line + "\n" for line in after) + CLOSER)
+
+    continued, result = collect_run(spark, sql, checkpoint, pipeline="Out")
+    assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
+    stage = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0]
+    assert [s for s in stage["slots"]["plain"]["shapes"] if s.startswith(("STDDEV", "VARIANCE"))] == \
+        ["STDDEV_POP:w18", "VARIANCE:w18"]
+    uninterrupted = collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
+    assert continued == uninterrupted
+    # 4, 5, 3 and 25: a mean of 9.25, squared distances summing to 332.75; 2 and 1; 6 alone.
+    assert [row[2:] for row in continued] == [
+        ("4", "9.120718173477350000", "110.916666666666670000"),
+        ("2", "0.500000000000000000", "0.500000000000000000"),
+        ("1", "0E-18", "NULL")], continued

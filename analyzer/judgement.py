@@ -138,7 +138,7 @@ def _layout(new: JobModel, deployed: JobLayout, watermarks: Mapping[str, int | N
                 "a STDDEV or VARIANCE of a DECIMAL of more than 19 digits keeps its squares in a slot an earlier "
                 "release recorded at twice the DECIMAL's scale, which the square of a value from 10^(19 - s) up "
                 "(a DECIMAL(38, 18)'s from 10) does not fit: such a value stops the job or leaves its window's "
-                f"result wrong; its state cannot be re-seeded into a slot that keeps them "
+                "result wrong; its state cannot be re-seeded into a slot that keeps them "
                 f"({not_reseedable(new, new.pipeline_named[name])}): clear the state to take them, or restart "
                 "to go on as before", pipeline=name)
         for name in outgrown(new, layout)]

@@ -285,7 +285,23 @@ class _SelectResolver:
 
     def __init__(self, resolver: Resolver, select: exp.Select) -> None:
         self.resolver = resolver
-        self.select = select
+        self.select = self._grouped_distinct(select)
+
+    def _grouped_distinct(self, select: exp.Select) -> exp.Select:
+        """A ``SELECT DISTINCT`` of plain items (no aggregate, no ``OVER``, no GROUP BY, no ``*``)
+        as the GROUP BY of its items, as Flink plans it (Calcite turns DISTINCT into an aggregation:
+        over a window TVF's ``window_start`` and ``window_end``, a window aggregation of no
+        aggregates, one row per window and distinct row). Any other stays as written, and is
+        refused as such."""
+        distinct = select.args.get("distinct")
+        items = select.expressions
+        if distinct is None or distinct.args.get("on") is not None or select.args.get("group") is not None \
+                or any(isinstance(node, (exp.Star, exp.Window)) or self._built_in_aggregate(node)
+                       for item in items for node in item.walk()):
+            return select
+        grouped = select.copy()
+        grouped.set("distinct", None)
+        return grouped.group_by(*(item.unalias().copy() for item in items), copy=False)
 
     def resolve(self) -> Relation:
         select = self.select

@@ -543,6 +543,18 @@ SHAPES = {
                    "FROM TABLE(TUMBLE(TABLE Floors, DESCRIPTOR(window_time), INTERVAL '30' MINUTES))\n"
                    "GROUP BY f, window_start, window_end",
     }, "exact"),
+    # SELECT DISTINCT over a window TVF's rows with window_start and window_end: Flink plans it as
+    # a window aggregation of no aggregates, one row per window and distinct row.
+    "distinct_rows": ({
+        "tumble": f"SELECT DISTINCT supplier_id, window_start, window_end\nFROM TABLE({WINDOWS['tumble']})",
+        "hop": "SELECT DISTINCT CONCAT(supplier_id, '-', CAST(qty > 40 AS STRING)) AS k, window_start, window_end, "
+               f"window_time\nFROM TABLE({WINDOWS['hop']})\nWHERE price > 10",
+        "cumulate": "SELECT DISTINCT UPPER(supplier_id) AS k, window_start, window_end\n"
+                    f"FROM TABLE({WINDOWS['cumulate']})\nWHERE qty IS NOT NULL AND supplier_id <> 'closer'",
+        "session": f"SELECT DISTINCT supplier_id, window_start, window_end\nFROM TABLE({WINDOWS['session']})",
+        "windows": "SELECT DISTINCT window_start, window_end, window_time\n"
+                   f"FROM TABLE({WINDOWS['tumble']})\nWHERE supplier_id <> 'closer'",
+    }, "exact"),
     "results_typed": ({
         "tumble_cascade": "CREATE TEMPORARY VIEW Spread AS\nSELECT supplier_id, window_time, VAR_SAMP(qty) AS v, "
                           f"AVG(qty) AS a\nFROM TABLE({WINDOWS['tumble']})\n"

@@ -269,3 +269,18 @@ def test_a_where_over_an_aggregation_s_rows_is_its_having() -> None:
         == [c.key for c in build(having).pipelines[0].aggregate.having]
     report = compare(f"SELECT * FROM ({inner}) WHERE s > 1;", f"SELECT * FROM ({inner}) WHERE s > 2;")
     assert report.verdict is FULL and [f.rule for f in report.findings] == ["stategate.having"], report.to_text()
+
+
+def test_a_select_distinct_over_a_window_tvf_is_its_group_by() -> None:
+    """Flink plans ``SELECT DISTINCT a, window_start, window_end`` over a window TVF as a window
+    aggregation of no aggregates, grouped by its items: judged as that GROUP BY (it was refused, and
+    judged UNKNOWN): every change from it is judged as the same change from the GROUP BY."""
+    window = "FROM TABLE(TUMBLE(TABLE MyTable, DESCRIPTOR(ts), INTERVAL '1' MINUTE))"
+    distinct = f"SELECT DISTINCT a, window_start, window_end {window};"
+    grouped = tvf("a, window_start, window_end")
+    assert build(distinct).pipelines[0].aggregate.group_keys == build(grouped).pipelines[0].aggregate.group_keys
+    assert compare(distinct, grouped).verdict is FULL, compare(distinct, grouped).to_text()
+    for new in (tvf("a, window_start, window_end, SUM(b) AS s"), f"SELECT DISTINCT a, c, window_start, window_end {window};",
+                f"SELECT DISTINCT a, window_start, window_end {window.replace('1', '2')};"):
+        assert compare(distinct, new).findings == compare(grouped, new).findings
+        assert compare(distinct, new).verdict is INCOMPATIBLE

@@ -48,6 +48,10 @@ REFUSED = [
      "a GROUP BY of a window TVF without window_end is not supported: Flink runs it as an updating aggregation"),
     (f"SELECT window_time, item, COUNT(*) FROM {WINDOW} GROUP BY window_time, item",
      "a GROUP BY of a window TVF without window_start and window_end is not supported"),
+    # A SELECT DISTINCT is the GROUP BY of its items, as Flink plans it; with an aggregate or `*`, none.
+    (f"SELECT DISTINCT item, window_start FROM {WINDOW}",
+     "a GROUP BY of a window TVF without window_end is not supported: Flink runs it as an updating aggregation"),
+    (f"SELECT DISTINCT * FROM {WINDOW}", "not supported on Spark: SELECT DISTINCT"),
     (f"SELECT * FROM (SELECT *, ROW_NUMBER() OVER (PARTITION BY window_start, window_end ORDER BY bidtime) AS rownum "
      f"FROM {WINDOW}) WHERE rownum <= 1",
      "a window Top-N over a window TVF's rows (a window deduplication among them) is not supported on Spark: "

@@ -21,7 +21,7 @@ from stategate.spark_jobs.guard import CheckpointGuard
 from stategate.spark_jobs.lifecycle import HEARTBEAT_S, Supervisor
 from stategate.spark_jobs.rescale import Repartitioned, carry_partitions
 from stategate.spark_jobs.reseed import Reseed, begin, carry, finish, undo_unused
-from stategate.spark_jobs.session import job_settings, try_settings
+from stategate.spark_jobs.session import checkpoint_conf, job_settings, try_settings
 from stategate.spark_jobs import triggers
 from stategate.spark_jobs.storage import HadoopStorage
 
@@ -128,7 +128,7 @@ def run(
     supervisor = Supervisor(state, sql, trigger, heartbeat_s)
     queries = []
     try:
-        with job_settings(spark, settings):
+        with job_settings(spark, {**checkpoint_conf(checkpoint), **settings}):
             for plan, writer in zip(compiled, batch_writers):
                 queries.append(_start(plan, writer, query_dir(checkpoint, plan.pipeline.name), options,
                                       supervisor.batch_starting))

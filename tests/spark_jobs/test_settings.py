@@ -10,6 +10,7 @@ import pytest
 from stategate.analyzer import SQLModelError
 from stategate.analyzer.settings import ROCKSDB, SHUFFLE_PARTITIONS, STATE_STORE
 from stategate.spark_jobs.job import run
+from stategate.spark_jobs.session import LOCAL_CHECKPOINT_CONF
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
 
 QUERY = ("SELECT supplier_id, window_start, SUM(price) AS total FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), "
@@ -41,3 +42,22 @@ def test_a_setting_the_session_cannot_take_is_refused_before_anything_starts(spa
     with pytest.raises(SQLModelError, match=problem):
         run(spark, sql, tmp_path / "checkpoint", writers={"select#1": lambda df, _: None})
     assert not (tmp_path / "checkpoint").exists()
+
+
+def test_a_local_checkpoint_is_written_through_hadoop_s_file_system_unless_the_job_sets_its_own(spark, tmp_path) -> None:
+    """Hadoop's FileContext starts a process for each rename on a local disk (``session.LOCAL_CHECKPOINT_CONF``)."""
+    sql = bid_ddl(seed_bids(tmp_path)) + QUERY
+    manager = "spark.sql.streaming.checkpointFileManagerClass"
+    file_context = "org.apache.spark.sql.execution.streaming.checkpointing.FileContextBasedCheckpointFileManager"
+
+    def started_with(script: str, checkpoint: str) -> str:
+        [query] = run(spark, script, checkpoint, wait=False, writers={"select#1": lambda df, _: None}).queries
+        try:
+            return query._jsq.streamingQuery().sparkSessionForStream().conf().get(manager)  # its own session
+        finally:
+            query.stop()
+
+    assert started_with(sql, str(tmp_path / "plain")) == LOCAL_CHECKPOINT_CONF[manager]
+    assert started_with(sql, f"file://{tmp_path / 'uri'}") == LOCAL_CHECKPOINT_CONF[manager]
+    assert started_with(f"SET '{manager}' = '{file_context}';\n" + sql, str(tmp_path / "own")) == file_context
+    assert spark.conf.get(manager, None) is None, "the session keeps its own settings"

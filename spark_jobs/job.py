@@ -21,7 +21,7 @@ from stategate.spark_jobs.guard import CheckpointGuard
 from stategate.spark_jobs.lifecycle import HEARTBEAT_S, Supervisor
 from stategate.spark_jobs.rescale import Repartitioned, carry_partitions
 from stategate.spark_jobs.reseed import Reseed, begin, carry, finish, undo_unused
-from stategate.spark_jobs.session import checkpoint_conf, job_settings, try_settings
+from stategate.spark_jobs.session import hold_checkpoint_conf, job_settings, try_settings
 from stategate.spark_jobs import triggers
 from stategate.spark_jobs.storage import HadoopStorage
 
@@ -76,6 +76,7 @@ def run(
     check_settings(model)
     settings = spark_settings(model)
     try_settings(spark, settings, model.source)
+    hold_checkpoint_conf(spark, checkpoint, settings)
     unused = ignored(model)
     if unused:
         log.warning("no meaning on Spark, so the job runs without: %s", ", ".join(unused))
@@ -128,7 +129,7 @@ def run(
     supervisor = Supervisor(state, sql, trigger, heartbeat_s)
     queries = []
     try:
-        with job_settings(spark, {**checkpoint_conf(checkpoint), **settings}):
+        with job_settings(spark, settings):
             for plan, writer in zip(compiled, batch_writers):
                 queries.append(_start(plan, writer, query_dir(checkpoint, plan.pipeline.name), options,
                                       supervisor.batch_starting))

@@ -10,7 +10,7 @@ import pytest
 from stategate.analyzer import SQLModelError
 from stategate.analyzer.settings import ROCKSDB, SHUFFLE_PARTITIONS, STATE_STORE
 from stategate.spark_jobs.job import run
-from stategate.spark_jobs.session import LOCAL_CHECKPOINT_CONF
+from stategate.spark_jobs.session import LOCAL_CHECKPOINT_CONF, checkpoint_conf
 from tests.spark_jobs.helpers import bid_ddl, collect, seed_bids
 
 QUERY = ("SELECT supplier_id, window_start, SUM(price) AS total FROM TABLE(TUMBLE(TABLE Bid, DESCRIPTOR(bidtime), "
@@ -57,7 +57,13 @@ def test_a_local_checkpoint_is_written_through_hadoop_s_file_system_unless_the_j
         finally:
             query.stop()
 
-    assert started_with(sql, str(tmp_path / "plain")) == LOCAL_CHECKPOINT_CONF[manager]
-    assert started_with(sql, f"file://{tmp_path / 'uri'}") == LOCAL_CHECKPOINT_CONF[manager]
-    assert started_with(f"SET '{manager}' = '{file_context}';\n" + sql, str(tmp_path / "own")) == file_context
-    assert spark.conf.get(manager, None) is None, "the session keeps its own settings"
+    try:
+        assert started_with(sql, str(tmp_path / "plain")) == LOCAL_CHECKPOINT_CONF[manager]
+        assert started_with(sql, f"file://{tmp_path / 'uri'}") == LOCAL_CHECKPOINT_CONF[manager]
+        # Held on the session while the job runs: Spark opens some checkpoint files later with its settings.
+        assert spark.conf.get(manager) == LOCAL_CHECKPOINT_CONF[manager]
+        assert started_with(f"SET '{manager}' = '{file_context}';\n" + sql, str(tmp_path / "own")) == file_context
+    finally:
+        spark.conf.unset(manager)
+    assert checkpoint_conf("s3a://bucket/checkpoint") == checkpoint_conf("hdfs://nn/checkpoint") == {}, \
+        "other file systems keep Spark's choice"

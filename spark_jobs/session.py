@@ -60,7 +60,7 @@ def hold_checkpoint_conf(spark: SparkSession, checkpoint: str, settings: Mapping
     Unlike the job's settings, it stays after the queries start: Spark opens some of a query's
     checkpoint files (its file source's log, state files) with the settings of the session its
     DataFrame was built on, once the query runs (a quick `scale_bench` TUMBLE: 0.82 of Spark's own
-    with the setting only while the queries start, 0.95 with it held)."""
+    with the setting only while the queries start, 0.89-0.95 with it held)."""
     for key, value in LOCAL_CHECKPOINT_CONF.items():
         if key in settings:
             continue

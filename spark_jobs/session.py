@@ -61,11 +61,12 @@ def hold_checkpoint_conf(spark: SparkSession, checkpoint: str, settings: Mapping
     checkpoint files (its file source's log, state files) with the settings of the session its
     DataFrame was built on, once the query runs (a quick `scale_bench` TUMBLE: 0.82 of Spark's own
     with the setting only while the queries start, 0.89-0.95 with it held)."""
+    wanted = checkpoint_conf(checkpoint)
     for key, value in LOCAL_CHECKPOINT_CONF.items():
         if key in settings:
             continue
-        if is_local(checkpoint):
-            spark.conf.set(key, value)
+        if key in wanted:
+            spark.conf.set(key, wanted[key])
         elif spark.conf.get(key, None) == value:
             spark.conf.unset(key)
 

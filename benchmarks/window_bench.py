@@ -227,14 +227,13 @@ def add_child_arguments(parser: argparse.ArgumentParser) -> None:
 def builtin_query(spark, case: Case, source: Path, output: Path, checkpoint: Path, wait: bool = True):
     """Spark's own aggregation of ``case`` over the bid files, one file per micro-batch, into
     parquet (run to the end of its input, or just started): the peer every benchmark compares with.
-    Its checkpoint is written the way stategate's jobs write one on this disk (``checkpoint_conf``),
+    Its checkpoint is written the way stategate's jobs write one on this disk (``hold_checkpoint_conf``),
     so the two differ by what they compute, not by how Hadoop renames their files."""
     from pyspark.sql import functions as F
 
-    from stategate.spark_jobs.session import checkpoint_conf
+    from stategate.spark_jobs.session import hold_checkpoint_conf
 
-    for key, value in checkpoint_conf(str(checkpoint)).items():
-        spark.conf.set(key, value)
+    hold_checkpoint_conf(spark, str(checkpoint), {})
     frame = (spark.readStream.schema(SCHEMA).option("maxFilesPerTrigger", 1).csv(str(source))
              .withWatermark("bidtime", "5 seconds"))
     result = builtin_frame(case, frame).select(

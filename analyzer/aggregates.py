@@ -33,7 +33,7 @@ from typing import Mapping
 
 from sqlglot import exp
 
-from stategate.analyzer.families import MAX_DIGITS, Family
+from stategate.analyzer.families import EXACT_SQUARE_DIGITS, MAX_DIGITS, Family
 
 
 class Pool(str, Enum):
@@ -70,6 +70,8 @@ class Takes(Enum):
     ROW = "row"  # nothing but that the row counts (COUNT: its guard says which rows do)
     VALUE = "value"  # the value in the field's type, a time as its microseconds
     SQUARE = "square"  # the value's square
+    SMALL_VALUE = "small_value"  # the value, where Spark multiplies it by itself exactly (else 0)
+    LARGE_VALUE = "large_value"  # the value in DOUBLE, where it is not (else 0)
     SMALL_SQUARE = "small_square"  # the value's exact square, where Spark multiplies it exactly (else 0)
     LARGE_SQUARE = "large_square"  # the value's square in DOUBLE, where it is not exact (else 0)
     TEXT = "text"  # the value as text
@@ -92,6 +94,8 @@ class Fill(Enum):
     COUNT = ("count", "sum", Takes.ROW)
     SUM = ("sum", "sum", Takes.VALUE)
     SUM_SQUARES = ("sum", "sum", Takes.SQUARE)
+    SUM_SMALL = ("sum", "sum", Takes.SMALL_VALUE)
+    SUM_LARGE = ("sum", "sum", Takes.LARGE_VALUE)
     SUM_SMALL_SQUARES = ("sum", "sum", Takes.SMALL_SQUARE)
     SUM_LARGE_SQUARES = ("sum", "sum", Takes.LARGE_SQUARE)
     MIN = ("min", "min", Takes.VALUE)
@@ -335,9 +339,10 @@ class AggregateFunction:
         computes a STDDEV or VARIANCE of integers in DOUBLE, then casts to the integer type)
     :param exact_digits: the most digits an exact argument's type may have for it to keep its
         values as exact numbers; a wider one's it keeps as :attr:`Family.WIDE`. A STDDEV or
-        VARIANCE keeps the squares of a DECIMAL(p, s) at scale 2s, which takes 2p digits: past 19
-        (a DECIMAL(38, 18), whose squares at scale 36 keep 2 whole digits) no decimal holds every
-        square, and it keeps those past its exact squares in DOUBLE, as Flink computes them all
+        VARIANCE keeps the squares of a DECIMAL(p, s) at scale 2s, which takes 2p digits, and their
+        sum in 38: past 16 (:data:`~analyzer.families.EXACT_SQUARE_DIGITS`; a DECIMAL(38, 18), whose
+        squares at scale 36 keep 2 whole digits, or a DECIMAL(19, 19), whose sum of squares passes
+        38 digits from 1 up) it keeps the values past those in DOUBLE, as Flink computes them all
     :param keyed: its first argument is a key (text, never NULL, each once in a group: JSON_OBJECTAGG's),
         its value the second
     :param literal: what a constant argument after its value is, where one may follow
@@ -478,16 +483,20 @@ def _by_arrival(name: str, first: bool, result: Result, distinct_state: State = 
 
 def _spread(name: str, result: Result, flink: str = "") -> AggregateFunction:
     """STDDEV and VARIANCE, as Flink reduces them: from the count, the sum and the sum of squares
-    of the values; those of integers in DOUBLE, as Flink computes them, and the squares of a
-    DECIMAL too wide for them in two sums: exact below what Spark multiplies exactly, in DOUBLE past it."""
+    of the values; those of integers in DOUBLE, as Flink computes them, and the values and squares
+    of a DECIMAL too wide for them in two sums each: exact below what Spark multiplies exactly, in
+    DOUBLE past it (a DECIMAL(38, 35)'s sum passes its type's bound from 1,000 up, where Flink's
+    DOUBLE goes on; slots recorded before keep the values' sum exact: ``Family.WIDE_EXACT_SUM``)."""
+    wide_squares = ((EXACT_SQUARES, Fill.SUM_SMALL_SQUARES), (FLOATING_SQUARES, Fill.SUM_LARGE_SQUARES))
     return AggregateFunction(name, {Family.EXACT: ((COUNTED, Fill.COUNT), (EXACT_SUM, Fill.SUM),
                                                    (EXACT_SQUARES, Fill.SUM_SQUARES)),
-                                    Family.WIDE: ((COUNTED, Fill.COUNT), (EXACT_SUM, Fill.SUM),
-                                                  (EXACT_SQUARES, Fill.SUM_SMALL_SQUARES),
-                                                  (FLOATING_SQUARES, Fill.SUM_LARGE_SQUARES)),
+                                    Family.WIDE: ((COUNTED, Fill.COUNT), (EXACT_SUM, Fill.SUM_SMALL),
+                                                  (FLOATING_VALUE, Fill.SUM_LARGE), *wide_squares),
+                                    Family.WIDE_EXACT_SUM: ((COUNTED, Fill.COUNT), (EXACT_SUM, Fill.SUM),
+                                                            *wide_squares),
                                     Family.FLOATING: ((COUNTED, Fill.COUNT), (FLOATING_VALUE, Fill.SUM),
                                                       (FLOATING_SQUARES, Fill.SUM_SQUARES))},
-                             result, flink, integers_as=Family.FLOATING, exact_digits=MAX_DIGITS // 2,
+                             result, flink, integers_as=Family.FLOATING, exact_digits=EXACT_SQUARE_DIGITS,
                              operands=Operands.NUMBERS)
 
 

@@ -135,10 +135,11 @@ def _layout(new: JobModel, deployed: JobLayout, watermarks: Mapping[str, int | N
                for name in sorted(layout.reseeded - repartitioned)]
     return layout, reseeds + [
         Finding(LAYOUT_OUTGROWN, Verdict.UNKNOWN,
-                "a STDDEV or VARIANCE of a DECIMAL of more than 19 digits keeps its squares in a slot an earlier "
-                "release recorded at twice the DECIMAL's scale, which the square of a value from 10^(19 - s) up "
-                "(a DECIMAL(38, 18)'s from 10) does not fit: such a value stops the job or leaves its window's "
-                "result wrong; its state cannot be re-seeded into a slot that keeps them "
+                "a STDDEV or VARIANCE of a DECIMAL of more than 16 digits keeps its sums in a slot an earlier "
+                "release recorded exact, in 38 digits at the DECIMAL's scale and at twice it, which its values' "
+                "squares or sums can pass (a DECIMAL(38, 18)'s square from 10 up, a DECIMAL(19, 19)'s sum of "
+                "squares from 1, the sum of two DECIMAL(38, 18)s of 6 * 10^19): such a value stops the job or "
+                "leaves its window's result wrong; its state cannot be re-seeded into a slot that keeps them "
                 f"({not_reseedable(new, new.pipeline_named[name])}): clear the state to take them, or restart "
                 "to go on as before", pipeline=name)
         for name in outgrown(new, layout)]

@@ -47,7 +47,7 @@ from stategate.analyzer.aggregates import (AGGREGATES, FIELDS, TIME_DIGITS, Aggr
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.model import Aggregate, JobModel, WindowAggregate
 from stategate.analyzer.reseed import not_reseedable, reseedable
-from stategate.analyzer.families import MAX_DIGITS, Family
+from stategate.analyzer.families import MAX_DIGITS, Family, squares_scale
 from stategate.analyzer.value_types import exact_type, family, is_integer
 
 #: Layout names as recorded beside the state. v1 stored one state row per aggregate (unpivoted);
@@ -118,11 +118,12 @@ class Shape:
     def sql_type(self, field: Field) -> str:
         """The type a field of this slot takes values in (Spark's aggregate function keeps them as
         its own buffer does: a sum of DECIMAL(p, s) in 10 digits more): a decimal at the slot's
-        scale and precision (a sum of squares at twice the scale, in 38 digits), else the field's own."""
+        scale and precision (a sum of squares at twice the scale, in 38 digits: :func:`squares_scale`),
+        else the field's own."""
         if field.sql_type != "decimal":
             return field.sql_type
         if field.squared:
-            return f"decimal({MAX_DIGITS},{2 * self.kept_scale})"
+            return f"decimal({MAX_DIGITS},{squares_scale(self.kept_scale)})"
         return f"decimal({self.precision or MAX_DIGITS},{self.kept_scale})"
 
     def holds(self, other: Shape) -> bool:
@@ -434,8 +435,8 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
             pooled = _pooled(model, stage)
             try:
                 if unseedable is None and _outgrown(layout, pooled):
-                    raise NoRoom("a STDDEV or VARIANCE of a DECIMAL of more than 19 digits keeps its squares "
-                                 "in a slot recorded exact, which a value's square may overflow")
+                    raise NoRoom("a STDDEV or VARIANCE of a DECIMAL of more than 16 digits keeps its sums in a "
+                                 "slot recorded exact, which its values' squares or sums may overflow")
                 plain, text, distinct = (layout.pool(pool).evolve(pooled[pool], watermark, until, pool,
                                                                   layout.counted if pool is Pool.PLAIN else None)
                                          for pool in Pool)
@@ -456,12 +457,19 @@ def plan(model: JobModel, deployed: JobLayout | None = None,
     return JobLayout(pipelines, reseeded=frozenset(reseeded))
 
 
+#: The families slots recorded before :attr:`Family.WIDE` keep its values in: exact (whose squares
+#: at twice the DECIMAL's scale a value may overflow, a DECIMAL(38, 18)'s from 10 up, stopping the
+#: job), and with an exact sum (which values near the DECIMAL's bound overflow, two DECIMAL(38, 18)s
+#: of 6 * 10^19, leaving the window's result NULL).
+_OUTGROWN = (Family.EXACT, Family.WIDE_EXACT_SUM)
+
+
 def _outgrown(layout: StageLayout, pooled: Mapping[Pool, Mapping[str, Shape]]) -> bool:
-    """Whether a kept aggregate's slot was recorded exact for values it now keeps as
-    :attr:`Family.WIDE`: a STDDEV's or VARIANCE's of a DECIMAL of more than 19 digits, whose squares
-    at twice its scale a value may overflow (a DECIMAL(38, 18)'s from 10 up), stopping the job. A
-    re-seed carries its count, sum and squares into a slot that keeps those past it in DOUBLE."""
-    return any(layout.pool(pool).shapes[slot].family is Family.EXACT and shapes[identity].family is Family.WIDE
+    """Whether a kept aggregate's slot was recorded in a family (:data:`_OUTGROWN`) for values it
+    now keeps as :attr:`Family.WIDE`: a STDDEV's or VARIANCE's of a DECIMAL of more than 16 digits.
+    A re-seed carries its count, sums and squares into a slot that keeps those past what Spark
+    multiplies exactly in DOUBLE."""
+    return any(layout.pool(pool).shapes[slot].family in _OUTGROWN and shapes[identity].family is Family.WIDE
                for pool, shapes in pooled.items() for identity, slot in layout.pool(pool).assigned if identity in shapes)
 
 
@@ -525,8 +533,8 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     long's range as Flink's does; one of other exact numbers keeps :data:`EXACT_SCALE` in 38
     digits: its division must not round before the result is cut to the result type. A STDDEV or
     VARIANCE of exact numbers keeps their scale in 38 digits, and its sum of squares twice it (of
-    a DECIMAL of more than 19 digits, ``Family.WIDE``, beside a sum in DOUBLE of the squares Spark
-    does not multiply exactly): it needs a certain scale (:mod:`analyzer.runnable` refuses an
+    a DECIMAL of more than 16 digits, ``Family.WIDE``, beside sums in DOUBLE of the values and
+    squares past what 38 digits hold): it needs a certain scale (:mod:`analyzer.runnable` refuses an
     argument without one)."""
     if keeps_set(aggregate.function, aggregate.distinct):
         return GENERIC

@@ -217,6 +217,18 @@ FAMILIES = {
                        "STDDEV_SAMP(DISTINCT CAST({c} AS DECIMAL(38, 18)))", "VAR_POP(CAST({c} AS DECIMAL(30, 10)))",
                        "VARIANCE(CAST({c} AS DECIMAL(20, 2)) * qty)", "STDDEV_POP(CAST({c} AS DECIMAL(19, 2)))"),
                       "floating", ("price", "qty")),
+    # The same where their sums outgrow the argument's type: a DECIMAL(38, 35)'s past 1,000 (every
+    # window's), a DECIMAL(38, 18)'s past 10^20; and scales past 19, whose squares no decimal holds
+    # at twice the scale (the job refused to start: "Decimal scale (74) cannot be greater than
+    # precision (38)"), a DECIMAL(19, 19)'s too. The sums of values past what their squares keep
+    # exactly are DOUBLEs too.
+    "wide_sums": (("STDDEV_POP(CAST({c} AS DECIMAL(38, 35)))",
+                   "VAR_SAMP(CAST({c} AS DECIMAL(38, 20))) FILTER (WHERE qty > 40)",
+                   "STDDEV_SAMP(DISTINCT CAST({c} AS DECIMAL(38, 35)))",
+                   "VAR_POP(CAST(price * 100000000000000000 AS DECIMAL(38, 18)))",
+                   "STDDEV_SAMP(DISTINCT CAST(price * 100000000000000000 AS DECIMAL(38, 18)))",
+                   "VAR_POP(CAST({c} / 1000.0 AS DECIMAL(19, 19)))"),
+                  "floating", ("price", "qty")),
     "narrowing": (("MAX(CAST({c} * 1000 AS TINYINT))", "MIN(CAST({c} * 100000 AS SMALLINT))",
                    "MAX(CAST({c} * 10000000 AS INT))", "MIN(CAST({c} * 1e17 AS BIGINT))",
                    "MAX(CAST({c} AS TINYINT)) FILTER (WHERE qty > 40)", "CAST(MAX({c}) * 100 AS TINYINT)",

@@ -338,10 +338,11 @@ def _slot(agg: Aggregate, layout: StageLayout, value: str | None, flt: str | Non
     data_type = projected.schema[value].dataType
     shape = layout.pool(pool).shapes[index]
     found = state.family_of(data_type, agg.function)
-    if isinstance(data_type, T.DecimalType) and shape.family in (Family.EXACT, Family.WIDE) \
+    if isinstance(data_type, T.DecimalType) and shape.family in (Family.EXACT, Family.WIDE, Family.WIDE_EXACT_SUM) \
             and AGGREGATES[agg.function].exact_digits is not None:
         # As the analyzer placed it from Flink's type of the argument, whose digits Spark's may not
-        # share (one recorded before wide DECIMALs had a family of their own: exact).
+        # share (one recorded before wide DECIMALs had a family of their own: exact; or before their
+        # sums were split: with an exact sum).
         found = shape.family
     family = shape.kept_family(found)
     expected = shape.family  # COUNT and generic slots take any family

@@ -60,7 +60,7 @@ from stategate.analyzer.aggregates import (AGGREGATES, ARRIVAL_ORDER, ARRIVAL_OR
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import EXACT_SCALE, StageLayout
 from stategate.analyzer.model import Aggregate
-from stategate.analyzer.families import MAX_DIGITS, Family
+from stategate.analyzer.families import EXACT_SQUARE_DIGITS, MAX_DIGITS, Family, squares_scale
 from stategate.spark_jobs import unsafe_rows
 from stategate.spark_jobs.expressions import java_narrowed, quoted, wrapped
 
@@ -533,8 +533,10 @@ _TAKEN: dict[Takes, Callable[[_Field, Slot], str]] = {
     Takes.ROW: lambda field, slot: "1",  # its guard says which rows count
     Takes.VALUE: lambda field, slot: f"CAST({_taken(slot.argument, slot.family)} AS {field.sql_type})",
     Takes.SQUARE: lambda field, slot: f"CAST({_squared(_taken(slot.argument, slot.family), slot)} AS {field.sql_type})",
-    Takes.SMALL_SQUARE: lambda field, slot: f"CAST({_split_square(slot.argument, _scale(slot))[0]} AS {field.sql_type})",
-    Takes.LARGE_SQUARE: lambda field, slot: _split_square(slot.argument, _scale(slot))[1],
+    Takes.SMALL_VALUE: lambda field, slot: f"CAST({_split(slot.argument, _scale(slot), False)[0]} AS {field.sql_type})",
+    Takes.LARGE_VALUE: lambda field, slot: _split(slot.argument, _scale(slot), False)[1],
+    Takes.SMALL_SQUARE: lambda field, slot: f"CAST({_split(slot.argument, _scale(slot), True)[0]} AS {field.sql_type})",
+    Takes.LARGE_SQUARE: lambda field, slot: _split(slot.argument, _scale(slot), True)[1],
     Takes.TEXT: lambda field, slot: f"CAST({slot.argument} AS STRING)",
     Takes.KEYED: _keyed,
     Takes.SKETCHED: lambda field, slot: _sketched(slot),
@@ -624,26 +626,33 @@ def _power_of_ten(exponent: int) -> str:
 
 
 def _square(value: str, data_type: T.DataType, scale: int) -> str:
-    """The square of an exact value of ``data_type`` and ``scale`` (as SQL) in a DECIMAL(38, 2s):
-    exact below :func:`_exact_below`, past it through DOUBLE, as Flink computes every STDDEV and
-    VARIANCE (a `price * qty` of a DECIMAL(10, 2) and an INT reaches 10^18 and more). A type whose
-    every value is below it (a DECIMAL of up to 18 digits, an INT) needs no test a row."""
-    exact = _exact_square(value, scale)
+    """The square of an exact value of ``data_type`` and ``scale`` (as SQL) in a DECIMAL(38, 2s)
+    (:func:`squares_scale`): exact below :func:`_exact_below`, past it through DOUBLE, as Flink
+    computes every STDDEV and VARIANCE (a `price * qty` of a DECIMAL(10, 2) and an INT reaches 10^18
+    and more). A type whose every value is below it (a DECIMAL of up to 18 digits, an INT) needs no
+    test a row."""
     if _squares_exactly(data_type):
-        return exact
-    return (f"CASE WHEN abs({value}) < {_exact_below(scale)} THEN {exact} "
-            f"ELSE CAST(CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE) AS decimal({MAX_DIGITS},{2 * scale})) END")
+        return _exact_square(value, scale)
+    floating = f"CAST(CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE) AS decimal({MAX_DIGITS},{squares_scale(scale)}))"
+    if scale > 18:  # no square is exact (a DECIMAL(19, 19)'s)
+        return floating
+    return f"CASE WHEN abs({value}) < {_exact_below(scale)} THEN {_exact_square(value, scale)} ELSE {floating} END"
 
 
-def _split_square(value: str, scale: int) -> tuple[str, str]:
-    """The square of an exact value of ``scale`` (as SQL) as two parts, one of them 0: exact below
-    :func:`_exact_below` (in a DECIMAL(38, 2s)), in DOUBLE past it, where no decimal of twice the
-    scale need hold it (``Family.WIDE``). A scale past 18 has no exact part."""
+def _split(value: str, scale: int, squared: bool) -> tuple[str, str]:
+    """An exact value of ``scale`` (as SQL), or its square (``squared``), as two parts, one of them
+    0: exact where the value is below 10^(16 - s) (:data:`EXACT_SQUARE_DIGITS`: a square in a
+    DECIMAL(38, 2s), of which a window's sum holds 10^6), in DOUBLE past it, where no decimal of the
+    value's scale need hold the values' sum, nor one of twice it their squares (``Family.WIDE``).
+    A scale past 18 has no exact part."""
+    large = f"CAST({value} AS DOUBLE)"
+    if squared:
+        large = f"{large} * {large}"
     if scale > 18:
-        return "0BD", f"CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE)"
-    small = f"abs({value}) < {_exact_below(scale)}"
-    return (f"CASE WHEN {small} THEN {_exact_square(value, scale)} ELSE 0BD END",
-            f"CASE WHEN {small} THEN 0D ELSE CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE) END")
+        return "0BD", large
+    small = f"abs({value}) < {_power_of_ten(EXACT_SQUARE_DIGITS - scale)}"
+    return (f"CASE WHEN {small} THEN {_exact_square(value, scale) if squared else value} ELSE 0BD END",
+            f"CASE WHEN {small} THEN 0D ELSE {large} END")
 
 
 def _squares_exactly(data_type: T.DataType) -> bool:
@@ -738,7 +747,7 @@ def final_value(slot: Slot, name: str, assembled: bool = False) -> Column:
 def _final(slot: Slot, assembled: bool) -> str:
     result = slot.result
     if result.spread:
-        spread = _spread(slot, *_spread_state(slot))
+        spread = _spread(slot, _spread_state(slot))
         # Flink types the STDDEV_SAMP, VAR_SAMP or VARIANCE of a NOT NULL argument (with no FILTER)
         # NOT NULL, and writes its type's default for the NULL of a single value: -1 for an integer
         # or floating-point result (a DECIMAL's stays NULL).
@@ -857,28 +866,51 @@ def _once(value: str, name: str, body: str) -> str:
     return f"element_at(transform(array({value}), {name} -> {body}), 1)"
 
 
-def _spread_state(slot: Slot) -> tuple[str, str, str, str | None]:
-    """The count, sum and sum of squares of a STDDEV's or VARIANCE's values, and the sum of the
-    squares kept in DOUBLE beside exact ones (None where there are none, ``Family.WIDE``): its
-    slot's fields, or for DISTINCT, of its set of values (those of a type whose every square Spark
-    multiplies exactly, one sum; of any other, exact and DOUBLE squares apart, as ``Family.WIDE``)."""
+@dataclass(frozen=True)
+class _Sums:
+    """What a STDDEV or VARIANCE is computed from, each as SQL: the count, the sum and the sum of
+    squares of its values, and (``Family.WIDE``) the sum and the sum of squares of those past what
+    the exact ones hold, in DOUBLE (None where it keeps none)."""
+
+    count: str
+    total: str
+    squares: str
+    large_total: str | None = None
+    large_squares: str | None = None
+
+
+#: Which of :class:`_Sums` each way a spread's field takes a row fills.
+_SUMMED = {Takes.ROW: "count", Takes.VALUE: "total", Takes.SMALL_VALUE: "total", Takes.LARGE_VALUE: "large_total",
+           Takes.SQUARE: "squares", Takes.SMALL_SQUARE: "squares", Takes.LARGE_SQUARE: "large_squares"}
+
+
+def _spread_state(slot: Slot) -> _Sums:
+    """A STDDEV's or VARIANCE's sums: its slot's fields, or for DISTINCT, those of its set of values
+    (of a type whose every square Spark multiplies exactly, one sum each; of any other, exact and
+    DOUBLE sums apart, as ``Family.WIDE`` keeps them)."""
     if not slot.keeps_set:
-        count, total, squares, *doubled = fields_of(slot)
-        return quoted(count), quoted(total), quoted(squares), quoted(doubled[0]) if doubled else None
+        return _Sums(**{_SUMMED[fill.takes]: quoted(name) for name, fill in slot_fields(slot)})
+    field = quoted(f"dv{slot.index}")  # no value: every sum is NULL, as an empty slot's fields are
+    if slot.family is Family.FLOATING:
+        values = f"CAST({field} AS array<double>)"
+        return _Sums(_size(values), _total(values, T.DoubleType(), 0),
+                     _total(f"transform({values}, x -> x * x)", T.DoubleType(), 0))
     scale = _scale(slot)
-    value_type: T.DataType = T.DoubleType()
-    square_type: T.DataType = T.DoubleType()
-    squared, large = "x * x", None
-    if slot.family is not Family.FLOATING:
-        value_type, square_type = T.DecimalType(MAX_DIGITS, scale), T.DecimalType(MAX_DIGITS, 2 * scale)
-        squared = _exact_square("x", scale)
-        if not _squares_exactly(slot.input_type):
-            squared, large = _split_square("x", scale)
-    values = f"CAST({quoted(f'dv{slot.index}')} AS {T.ArrayType(value_type).simpleString()})"
-    # No value: every result is NULL, as the fields of an empty slot are.
-    return (f"CAST(size({values}) AS BIGINT)", _total(values, value_type, scale),
-            _total(f"transform({values}, x -> {squared})", square_type, 2 * scale),
-            None if large is None else _total(f"transform({values}, x -> {large})", T.DoubleType(), 0))
+    value_type, square_type = T.DecimalType(MAX_DIGITS, scale), T.DecimalType(MAX_DIGITS, squares_scale(scale))
+    values = f"CAST({field} AS {T.ArrayType(value_type).simpleString()})"
+    if _squares_exactly(slot.input_type):
+        return _Sums(_size(values), _total(values, value_type, scale),
+                     _total(f"transform({values}, x -> {_exact_square('x', scale)})", square_type, 2 * scale))
+    (small, large), (small_squares, large_squares) = (_split("x", scale, squared) for squared in (False, True))
+    exact = ("0BD", "0BD") if scale > 18 else (_total(f"transform({values}, x -> {small})", value_type, scale),
+                                              _total(f"transform({values}, x -> {small_squares})", square_type, 2 * scale))
+    return _Sums(_size(values), *exact, _total(f"transform({values}, x -> {large})", T.DoubleType(), 0),
+                 _total(f"transform({values}, x -> {large_squares})", T.DoubleType(), 0))
+
+
+def _size(values: str) -> str:
+    """How many values a list has (as SQL), as a count: a BIGINT."""
+    return f"CAST(size({values}) AS BIGINT)"
 
 
 def _total(values: str, total_type: T.DataType, scale: int) -> str:
@@ -896,37 +928,53 @@ def _total(values: str, total_type: T.DataType, scale: int) -> str:
            f"(acc, x) -> CAST({added} AS {sql_type})) END"
 
 
-def _spread(slot: Slot, count: str, total: str, squares: str, large: str | None) -> str:
-    """A STDDEV or VARIANCE as Flink computes it from the count ``n``, sum and sum of squares (and
-    the sum of those kept in DOUBLE, ``large``): ``(Σx² − (Σx)² / n) / n`` (``n − 1`` for a sample,
-    NULL where that is 0), and its square root for a STDDEV. Exact numbers keep Flink's scales: the
-    result's scale ``r`` (the argument's, at least 6), ``2r`` for squares, each division rounded
-    half up to ``2r`` (every operand's type is chosen so that Spark keeps that scale exactly); the
-    square root goes through DOUBLE. Integers and floating point are computed in DOUBLE, and the
-    result cast to the argument's type."""
+def _spread(slot: Slot, sums: _Sums) -> str:
+    """A STDDEV or VARIANCE as Flink computes it from its :class:`_Sums`: ``(Σx² − (Σx)² / n) / n``
+    (``n − 1`` for a sample, NULL where that is 0), and its square root for a STDDEV. Exact numbers
+    keep Flink's scales: the result's scale ``r`` (the argument's, at least 6), ``2r`` for squares,
+    each division rounded half up to ``2r`` (every operand's type is chosen so that Spark keeps that
+    scale exactly); the square root goes through DOUBLE. Integers and floating point are computed
+    in DOUBLE, and the result cast to the argument's type."""
+    count = sums.count
     divisor = f"({count} - 1)" if slot.result.sample else count
     divisor = f"CASE WHEN {divisor} != 0 THEN {divisor} END"
     if slot.family is Family.FLOATING:
-        variance = f"{_floating_spread(count, total, squares, not isinstance(slot.input_type, T.IntegralType))} / {divisor}"
+        spread = _floating_spread(count, sums.total, sums.squares, not isinstance(slot.input_type, T.IntegralType))
+        variance = f"{spread} / {divisor}"
         if slot.result.root:
             variance = f"pow({variance}, 0.5D)"
         return _floating_result(variance, slot.input_type)
     scale = max(_scale(slot), 6)
-    wide = f"decimal(37,{2 * scale})"
-    mean_square = f"{_exact_square(total, scale)} / {count}"
-    exact = f"(CAST({squares} AS {wide}) - CAST({mean_square} AS {wide})) / {divisor}"
     # Past what the exact terms hold, in DOUBLE, as Flink computes it; a result past DECIMAL(38, r)
-    # is NULL, as Flink's cast of it is.
-    fits = f"abs({total}) < {_exact_below(scale)} AND abs({squares}) < {_power_of_ten(37 - 2 * scale)}"
-    squares = f"CAST({squares} AS DOUBLE)"
-    if large is not None:  # (NULL in a slot re-seeded from one recorded before it had them)
-        squares = f"({squares} + coalesce({large}, 0D))"
-        fits += f" AND coalesce({large}, 0D) = 0D"
-    floating = f"{_floating_spread(count, f'CAST({total} AS DOUBLE)', squares, True)} / {divisor}"
+    # is NULL, as Flink's cast of it is. (Sums in DOUBLE are NULL in a slot re-seeded from one
+    # recorded before it had them.)
+    total, squares = f"CAST({sums.total} AS DOUBLE)", f"CAST({sums.squares} AS DOUBLE)"
+    if sums.large_total is not None:
+        total = f"({total} + coalesce({sums.large_total}, 0D))"
+    if sums.large_squares is not None:
+        squares = f"({squares} + coalesce({sums.large_squares}, 0D))"
+    floating = f"{_floating_spread(count, total, squares, True)} / {divisor}"
+    exact = _exact_spread(sums, scale, divisor)
     if slot.result.root:
-        return f"try_cast(pow(CASE WHEN {fits} THEN CAST({exact} AS DOUBLE) ELSE {floating} END, 0.5D) " \
-               f"AS decimal(38,{scale}))"
-    return f"CASE WHEN {fits} THEN CAST({exact} AS decimal(38,{scale})) ELSE try_cast({floating} AS decimal(38,{scale})) END"
+        chosen = floating if exact is None else f"CASE WHEN {exact[0]} THEN CAST({exact[1]} AS DOUBLE) ELSE {floating} END"
+        return f"try_cast(pow({chosen}, 0.5D) AS decimal(38,{scale}))"
+    result = f"try_cast({floating} AS decimal(38,{scale}))"
+    return result if exact is None else f"CASE WHEN {exact[0]} THEN CAST({exact[1]} AS decimal(38,{scale})) ELSE {result} END"
+
+
+def _exact_spread(sums: _Sums, scale: int, divisor: str) -> tuple[str, str] | None:
+    """Where a spread of result scale ``scale`` is computed exactly (as SQL), and how: where its
+    sums are below what Spark multiplies and subtracts without rounding at that scale and none of
+    its values was summed in DOUBLE. None past a scale of 18, where no square of the sum is exact."""
+    if scale > 18:
+        return None
+    wide = f"decimal(37,{2 * scale})"
+    mean_square = f"{_exact_square(sums.total, scale)} / {sums.count}"
+    exact = f"(CAST({sums.squares} AS {wide}) - CAST({mean_square} AS {wide})) / {divisor}"
+    fits = f"abs({sums.total}) < {_exact_below(scale)} AND abs({sums.squares}) < {_power_of_ten(37 - 2 * scale)}"
+    if sums.large_squares is not None:  # a value summed in DOUBLE has a square there too
+        fits += f" AND coalesce({sums.large_squares}, 0D) = 0D"
+    return fits, exact
 
 
 def _floating_spread(count: str, total: str, squares: str, steady: bool) -> str:

@@ -439,40 +439,47 @@ def test_a_cascade_recorded_before_its_upstream_state_kept_every_field_changes_n
         "recorded with whole upstream state, the same change restarts"
 
 
-def test_a_spread_of_a_decimal_of_more_than_19_digits_keeps_its_squares_past_the_exact_ones_in_double() -> None:
+def test_a_spread_of_a_decimal_of_more_than_19_digits_keeps_its_sums_past_the_exact_ones_in_double() -> None:
     """A STDDEV or VARIANCE keeps the squares of a DECIMAL(p, s) at scale 2s, in 2p digits: up to
-    19 digits every square fits (exact numbers, ``m``); a wider DECIMAL's squares keep the exact
-    ones beside those in DOUBLE (``w``: a DECIMAL(38, 18)'s square of 10 passes 38 digits at scale
-    36). The digits are Flink's type of the argument: ``price * qty`` of a DECIMAL(10, 2) and an
-    INT is a DECIMAL(21, 2). Integers stay DOUBLE, DISTINCT keeps its set."""
+    16 digits a window's sum of squares holds 10^6 of them at the type's bound (exact numbers,
+    ``m``); a wider DECIMAL keeps its values below 10^(16 - s) and their squares beside the others'
+    in DOUBLE (``v``: a DECIMAL(38, 18)'s square of 10 passes 38 digits at scale 36, two values of
+    6 * 10^19 its 38 digits at scale 18, a DECIMAL(19, 4)'s squares' sum may pass 38). The digits
+    are Flink's type of the argument: ``price * qty`` of a DECIMAL(10, 2) and an INT is a
+    DECIMAL(21, 2). Past a scale of 19 no square is exact: its sum's field stays a valid decimal.
+    Integers stay DOUBLE, DISTINCT keeps its set."""
     layout = plan(build(job("STDDEV_POP(price), VAR_POP(CAST(price AS DECIMAL(19, 4))), "
                             "STDDEV_SAMP(CAST(price AS DECIMAL(38, 18))), VARIANCE(price * CAST(price AS INT)), "
-                            "STDDEV_POP(CAST(price AS BIGINT) * 4000000000), VAR_POP(DISTINCT CAST(price AS DECIMAL(30, 10)))")))
+                            "STDDEV_POP(CAST(price AS BIGINT) * 4000000000), VAR_POP(DISTINCT CAST(price AS DECIMAL(30, 10))), "
+                            "VAR_SAMP(CAST(price AS DECIMAL(38, 35)))")))
     stage = layout.pipelines["select#1"][0]
     assert [str(s) for s in stage.plain.shapes if s.function not in (None, "COUNT")] == [
-        "STDDEV_POP:m2", "VARIANCE_POP:m4", "STDDEV_SAMP:w18", "VARIANCE:w2", "STDDEV_POP:d"]
-    wide = next(s for s in stage.plain.shapes if s.family is Family.WIDE)
+        "STDDEV_POP:m2", "VARIANCE_POP:v4", "STDDEV_SAMP:v18", "VARIANCE:v2", "STDDEV_POP:d", "VARIANCE:v35"]
+    wide, widest = (s for s in stage.plain.shapes if s.family is Family.WIDE and s.scale in (18, 35))
     assert [(f.stem, wide.sql_type(f)) for f in wide.fields(Pool.PLAIN)] == [
-        ("c", "int"), ("x", "decimal(38,18)"), ("q", "double"), ("qx", "decimal(38,36)")]
+        ("c", "int"), ("x", "decimal(38,18)"), ("d", "double"), ("q", "double"), ("qx", "decimal(38,36)")]
+    assert widest.sql_type(EXACT_SQUARES) == "decimal(38,38)"
 
 
+@pytest.mark.parametrize("recorded", ["m18", "w18"])
 @pytest.mark.parametrize("connector, rule, verdict", [("kafka", "stategate.layout.outgrown", Verdict.UNKNOWN),
                                                       ("filesystem", "stategate.layout.reseed", Verdict.FULL)])
-def test_a_wide_decimals_spread_in_a_slot_recorded_exact_re_seeds_or_asks_a_human(connector: str, rule: str,
-                                                                                  verdict: Verdict) -> None:
+def test_a_wide_decimals_spread_in_a_slot_recorded_exact_re_seeds_or_asks_a_human(recorded: str, connector: str,
+                                                                                  rule: str, verdict: Verdict) -> None:
     """A slot an earlier release recorded for a STDDEV of a DECIMAL(38, 18) keeps its squares at
-    scale 36, which the square of 10 overflows. Restarted, the same SQL re-seeds it into a slot
-    that keeps such squares in DOUBLE where the state can be re-seeded (a file source); where it
-    cannot (a Kafka topic), the job would go on losing them: a human decides (clear the state)."""
+    scale 36, which the square of 10 overflows (``m18``), or its values' sum at scale 18, which two
+    values of 6 * 10^19 overflow (``w18``). Restarted, the same SQL re-seeds it into a slot that
+    keeps such values and squares in DOUBLE where the state can be re-seeded (a file source); where
+    it cannot (a Kafka topic), the job would go on losing them: a human decides (clear the state)."""
     sql = job("STDDEV_POP(CAST(price AS DECIMAL(38, 18)))", connector=connector)
     signature = deployed(sql)
     pool = signature["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]
-    assert "STDDEV_POP:w18" in pool["shapes"]
-    pool["shapes"] = [s.replace(":w18", ":m18") for s in pool["shapes"]]
+    assert "STDDEV_POP:v18" in pool["shapes"]
+    pool["shapes"] = [s.replace(":v18", f":{recorded}") for s in pool["shapes"]]
     report = judged(sql, sql, signature)
     [finding] = [f for f in report.findings if f.rule in ("stategate.layout.outgrown", "stategate.layout.reseed")]
     assert (finding.rule, finding.effect, report.verdict) == (rule, verdict, verdict)
     if verdict is Verdict.UNKNOWN:
-        assert "10^(19 - s)" in finding.message and "only a file source is re-read" in finding.message
+        assert "square from 10 up" in finding.message and "only a file source is re-read" in finding.message
     # Recorded as it is now, the same SQL restarts on its slots.
     assert judged(sql, sql, deployed(sql)).verdict is Verdict.FULL

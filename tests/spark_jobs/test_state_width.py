@@ -11,6 +11,8 @@ and a variable-length part: 16 bytes for a decimal of more than 18 digits).
 from __future__ import annotations
 
 import json
+import statistics
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -193,11 +195,51 @@ def test_a_stddev_of_a_wide_decimal_recorded_exact_re_seeds_and_counts_values_it
     assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
     stage = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0]
     assert [s for s in stage["slots"]["plain"]["shapes"] if s.startswith(("STDDEV", "VARIANCE"))] == \
-        ["STDDEV_POP:w18", "VARIANCE:w18"]
+        ["STDDEV_POP:v18", "VARIANCE:v18"]
     uninterrupted = collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
     assert continued == uninterrupted
     # 4, 5, 3 and 25: a mean of 9.25, squared distances summing to 332.75; 2 and 1; 6 alone.
     assert [row[2:] for row in continued] == [
         ("4", "9.120718173477350000", "110.916666666666670000"),
+        ("2", "0.500000000000000000", "0.500000000000000000"),
+        ("1", "0E-18", "NULL")], continued
+
+
+#: A checkpoint the release before ``Family.WIDE`` summed large values in DOUBLE wrote (commit
+#: ace0a4e): STDDEV_POP and VAR_SAMP of a DECIMAL(38, 18) column whose values' sum the slots keep
+#: exactly at scale 18 (``STDDEV_POP:w18``), so in 38 digits: below 10^20; both windows open.
+SPREADS_EXACT_SUM = "spreads-wide-exact-sum"
+
+
+def test_a_stddev_whose_values_sum_past_their_decimal_re_seeds_and_is_computed_as_flink_computes_it(spark,
+                                                                                                   tmp_path) -> None:
+    """Upgrading stategate keeps a deployed STDDEV's state and ends a NULL where Flink has a number:
+    the recorded slots sum a DECIMAL(38, 18)'s values exactly at scale 18, which two values of
+    5 * 10^19 and 6 * 10^19 overflow (that window's STDDEV came out NULL). The restart with the same
+    SQL re-seeds them into slots that sum such values in DOUBLE, as Flink computes every STDDEV:
+    the carried count, sum and squares go on, and every window equals an uninterrupted run's."""
+    checkpoint, sql = recorded_checkpoint(SPREADS_EXACT_SUM, tmp_path)
+    source = tmp_path / "bids"
+    source.mkdir()
+    before = ["2020-04-15 08:05:00,4.00,C,supplier1", "2020-04-15 08:06:00,2.00,A,supplier2",
+              "2020-04-15 08:07:00,5.00,D,supplier1"]
+    after = ["2020-04-15 08:08:00,60000000000000000000,B,supplier1",
+             "2020-04-15 08:09:00,50000000000000000000,E,supplier1",
+             "2020-04-15 08:09:30,1.00,G,supplier2", "2020-04-15 08:17:00,6.00,F,supplier2"]
+    write_recorded(checkpoint, source / "1.csv", "".join(line + "\n" for line in before))
+    (source / "2.csv").write_text("".join(line + "\n" for line in after) + CLOSER)
+
+    continued, result = collect_run(spark, sql, checkpoint, pipeline="Out")
+    assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
+    stage = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0]
+    assert [s for s in stage["slots"]["plain"]["shapes"] if s.startswith(("STDDEV", "VARIANCE"))] == \
+        ["STDDEV_POP:v18", "VARIANCE:v18"]
+    assert continued == collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
+    # 4, 5, 6 * 10^19 and 5 * 10^19: a STDDEV of 2.77 * 10^19; their VAR_SAMP, 1.03 * 10^39, is past
+    # a DECIMAL(38, 18), NULL as Flink's cast of it is. 2 and 1; 6 alone.
+    spread = Decimal(continued[0][3])
+    assert abs(spread / Decimal(statistics.pstdev([4, 5, 6 * 10 ** 19, 5 * 10 ** 19])) - 1) < Decimal("1e-12")
+    assert [row[2:] for row in continued] == [
+        ("4", continued[0][3], "NULL"),
         ("2", "0.500000000000000000", "0.500000000000000000"),
         ("1", "0E-18", "NULL")], continued

@@ -530,8 +530,10 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
     own (a decimal of up to 18 digits is a long in Spark's rows, a wider one 24 bytes), and a value
     is never rescaled (kept at :data:`EXACT_SCALE` instead, each would be: a big-number
     multiplication per row and field). An AVG of integers keeps a long sum, which wraps past a
-    long's range as Flink's does; one of other exact numbers keeps :data:`EXACT_SCALE` in 38
-    digits: its division must not round before the result is cut to the result type. A STDDEV or
+    long's range as Flink's does; one of other exact numbers keeps their scale in 38 digits, as
+    Flink's AVG sums them (``AVG:m2``), and divides by the count once, into Flink's scale
+    (slots recorded before keep :data:`EXACT_SCALE`, which rounded a DECIMAL(38, 20)'s values
+    and overflowed past 10^20 where Flink's sum does not). A STDDEV or
     VARIANCE of exact numbers keeps their scale in 38 digits, and its sum of squares twice it (of
     a DECIMAL of more than 16 digits, ``Family.WIDE``, beside sums in DOUBLE of the values and
     squares past what 38 digits hold): it needs a certain scale (:mod:`analyzer.runnable` refuses an
@@ -540,8 +542,7 @@ def shape_of(model: JobModel, aggregate: Aggregate) -> Shape:
         return GENERIC
     function = AGGREGATES.get(aggregate.function)
     found = argument_family(model, aggregate)
-    exact = exact_type(model, value_of(aggregate)) \
-        if found in (Family.EXACT, Family.WIDE) and aggregate.function != "AVG" else None
+    exact = exact_type(model, value_of(aggregate)) if found in (Family.EXACT, Family.WIDE) else None
     if function is not None and function.state_of(None) is not None \
             and not _in_own_type(function, aggregate, found, exact is not None):
         return Shape(aggregate.function, distinct=aggregate.distinct and bool(function.distinct_state))

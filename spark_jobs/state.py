@@ -769,7 +769,7 @@ def _final(slot: Slot, assembled: bool) -> str:
         values = f"CAST({quoted(f'dv{slot.index}')} AS {T.ArrayType(value_type).simpleString()})"
         integers = isinstance(slot.input_type, T.IntegralType)
         summed = _EXACT_INTEGER if integers else value_type  # integers exactly: _long_sum cuts them
-        total = _total(values, summed, _scale(slot))
+        total = _total(values, summed)
         if result is Result.SUM:
             return _cast(total, slot)
         if result is Result.MEAN:
@@ -893,19 +893,18 @@ def _spread_state(slot: Slot) -> _Sums:
     field = quoted(f"dv{slot.index}")  # no value: every sum is NULL, as an empty slot's fields are
     if slot.family is Family.FLOATING:
         values = f"CAST({field} AS array<double>)"
-        return _Sums(_size(values), _total(values, T.DoubleType(), 0),
-                     _total(f"transform({values}, x -> x * x)", T.DoubleType(), 0))
+        return _Sums(_size(values), _total(values, T.DoubleType()), _total(f"transform({values}, x -> x * x)", T.DoubleType()))
     scale = _scale(slot)
     value_type, square_type = T.DecimalType(MAX_DIGITS, scale), T.DecimalType(MAX_DIGITS, squares_scale(scale))
     values = f"CAST({field} AS {T.ArrayType(value_type).simpleString()})"
     if _squares_exactly(slot.input_type):
-        return _Sums(_size(values), _total(values, value_type, scale),
-                     _total(f"transform({values}, x -> {_exact_square('x', scale)})", square_type, 2 * scale))
+        return _Sums(_size(values), _total(values, value_type),
+                     _total(f"transform({values}, x -> {_exact_square('x', scale)})", square_type))
     (small, large), (small_squares, large_squares) = (_split("x", scale, squared) for squared in (False, True))
-    exact = ("0BD", "0BD") if scale > 18 else (_total(f"transform({values}, x -> {small})", value_type, scale),
-                                              _total(f"transform({values}, x -> {small_squares})", square_type, 2 * scale))
-    return _Sums(_size(values), *exact, _total(f"transform({values}, x -> {large})", T.DoubleType(), 0),
-                 _total(f"transform({values}, x -> {large_squares})", T.DoubleType(), 0))
+    exact = ("0BD", "0BD") if scale > 18 else (_total(f"transform({values}, x -> {small})", value_type),
+                                              _total(f"transform({values}, x -> {small_squares})", square_type))
+    return _Sums(_size(values), *exact, _total(f"transform({values}, x -> {large})", T.DoubleType()),
+                 _total(f"transform({values}, x -> {large_squares})", T.DoubleType()))
 
 
 def _size(values: str) -> str:
@@ -913,17 +912,23 @@ def _size(values: str) -> str:
     return f"CAST(size({values}) AS BIGINT)"
 
 
-def _total(values: str, total_type: T.DataType, scale: int) -> str:
+def _total(values: str, total_type: T.DataType) -> str:
     """The sum of a list of numbers (as SQL) in ``total_type``, NULL for an empty list. Decimals of
-    ``scale`` are summed exactly, as Spark's own SUM keeps them: each addition takes two
-    ``decimal(37, scale)`` operands, which Spark adds into a ``decimal(38, scale)``; two of 38
-    digits it adds into 39 and rounds back to 38 at the cost of the scale's last digit (the sum of
-    a STDDEV_SAMP(DISTINCT price / 3), of a ``decimal(21, 13)``, lost its 13th)."""
-    added = "acc + x"
-    if isinstance(total_type, T.DecimalType):
-        operand = T.DecimalType(MAX_DIGITS - 1, scale).simpleString()
-        added = f"CAST(acc AS {operand}) + CAST(x AS {operand})"
+    its scale ``s`` are summed exactly, as Spark's own SUM keeps them: each addition takes two
+    ``decimal(37, s)`` operands, which Spark adds into a ``decimal(38, s)``; two of 38 digits it
+    adds into 39 and rounds back to 38 at the cost of the scale's last digit (the sum of a
+    STDDEV_SAMP(DISTINCT price / 3), of a ``decimal(21, 13)``, lost its 13th), which only operands
+    from 10^(37 - s) up pay (cast into 37 digits, they stopped the job). A sum past the type's
+    38 digits is NULL, as Flink's SUM of a DECIMAL is."""
     sql_type = total_type.simpleString()
+    if not isinstance(total_type, T.DecimalType):
+        return f"CASE WHEN size({values}) > 0 THEN aggregate({values}, CAST(0 AS {sql_type}), (acc, x) -> acc + x) END"
+    added = f"try_cast(try_add(acc, x) AS {sql_type})"
+    if total_type.scale < MAX_DIGITS:
+        operand, within = T.DecimalType(MAX_DIGITS - 1, total_type.scale).simpleString(), \
+            _power_of_ten(MAX_DIGITS - 1 - total_type.scale)
+        added = f"CASE WHEN abs(acc) < {within} AND abs(x) < {within} " \
+                f"THEN CAST(acc AS {operand}) + CAST(x AS {operand}) ELSE {added} END"
     return f"CASE WHEN size({values}) > 0 THEN aggregate({values}, CAST(0 AS {sql_type}), " \
            f"(acc, x) -> CAST({added} AS {sql_type})) END"
 
@@ -1009,11 +1014,15 @@ def _scale(slot: Slot) -> int:
 def _value_type(slot: Slot) -> T.DataType:
     """The type of the values a DISTINCT slot's set holds as text: a time's are its microseconds
     (:func:`_taken`); a MIN's or MAX's are of the argument's own type (a BOOLEAN, which is no
-    number), a sum's of the type sums are kept in."""
+    number); a sum's of a DECIMAL at its scale in 38 digits, as Flink sums it (at the scale sums
+    are kept in, a DECIMAL(38, 37)'s values were rounded and a DECIMAL(38, 2)'s from 10^20 up
+    stopped the job); any other's of the type sums are kept in."""
     if slot.family is Family.TIME:
         return T.LongType()
     if slot.result in (Result.MIN, Result.MAX):
         return slot.input_type
+    if isinstance(slot.input_type, T.DecimalType):
+        return T.DecimalType(MAX_DIGITS, slot.input_type.scale)
     return SUM_TYPES.get(slot.family, slot.input_type)
 
 

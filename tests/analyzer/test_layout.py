@@ -67,19 +67,23 @@ def test_an_exact_slot_keeps_the_type_of_its_argument_where_every_engine_agrees_
     DECIMAL(21, 13), ``price * price`` a DECIMAL(21, 4)), a value that is one of its operands' (a
     CASE's, a COALESCE's: every whole digit and place of any), ABS's of its operand's, FLOOR's at
     scale 0, and an integer's in a long. Where the engines part (past 38 digits a COALESCE keeps
-    its scale on Spark, its whole digits on Flink), or AVG divides, the slot keeps 18 places in 38
-    digits, as it did before shapes had scales; a STDDEV keeps its argument's scale in 38 digits."""
+    its scale on Spark, its whole digits on Flink), the slot keeps 18 places in 38 digits, as it did
+    before shapes had scales; an AVG and a STDDEV keep their argument's scale in 38 digits, as
+    Flink's AVG sums it (a DECIMAL(38, 20)'s 20 places, which 18 rounded)."""
     sql = job("SUM(price), MAX(CAST(price AS DECIMAL(12, 4))), MIN(CHAR_LENGTH(item)), SUM(price / 3), AVG(price), "
               "SUM(CAST(price AS DECIMAL(32, 2))), MIN(CAST(price AS BIGINT)), STDDEV_POP(price), "
               "MAX(price * price), SUM(ABS(price)), MAX(CASE WHEN item = 'a' THEN price ELSE 0 END), "
               "SUM(COALESCE(price, CAST(1 AS DECIMAL(5, 3)))), MIN(FLOOR(price)), "
-              "SUM(COALESCE(CAST(price AS DECIMAL(38, 0)), price))")
+              "SUM(COALESCE(CAST(price AS DECIMAL(38, 0)), price)), AVG(CAST(price AS DECIMAL(38, 20)))")
     shapes = deployed(sql)["pipelines"]["select#1"]["stages"][0]["slots"]["plain"]["shapes"]
-    assert shapes[:14] == ["SUM:m2p10", "MAX:m4p12", "MIN:i", "SUM:m13p21", "AVG:m", "SUM:m2p32", "MIN:i",
-                           "STDDEV_POP:m2", "MAX:m4p21", "SUM:m2p10", "MAX:m2p12", "SUM:m3p11", "MIN:m0p9", "SUM:m"]
+    assert shapes[:15] == ["SUM:m2p10", "MAX:m4p12", "MIN:i", "SUM:m13p21", "AVG:m2", "SUM:m2p32", "MIN:i",
+                           "STDDEV_POP:m2", "MAX:m4p21", "SUM:m2p10", "MAX:m2p12", "SUM:m3p11", "MIN:m0p9", "SUM:m",
+                           "AVG:m20"]
     parsed = [Shape.parse(s) for s in shapes[:8]]
     assert [s.sql_type(EXACT_SUM) for s in parsed if s.family is Family.EXACT] == [
-        "decimal(10,2)", "decimal(12,4)", "decimal(21,13)", "decimal(38,18)", "decimal(32,2)", "decimal(38,2)"]
+        "decimal(10,2)", "decimal(12,4)", "decimal(21,13)", "decimal(38,2)", "decimal(32,2)", "decimal(38,2)"]
+    assert Shape.parse("AVG:m20").sql_type(EXACT_SUM) == "decimal(38,20)"
+    assert Shape.parse("AVG:m").sql_type(EXACT_SUM) == "decimal(38,18)", "as slots recorded before keep it"
     assert parsed[2].fields(Pool.PLAIN) == (INTEGER_VALUE,) and parsed[2].sql_type(INTEGER_VALUE) == "bigint"
     assert parsed[7].sql_type(EXACT_SQUARES) == "decimal(38,4)"
 

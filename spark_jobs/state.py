@@ -528,15 +528,24 @@ def _with_its_arrival(field: _Field, slot: Slot) -> str:
     return f"CAST(named_struct({arrival}, 'v', CAST({slot.argument} AS STRING)) AS {field.sql_type})"
 
 
+def _split_part(squared: bool, large: bool) -> Callable[[_Field, Slot], str]:
+    """What a field of a wide DECIMAL's spread takes of a row: the exact part or the DOUBLE one
+    (``large``) of its value or of its square (``squared``), :func:`_split`."""
+    def taken(field: _Field, slot: Slot) -> str:
+        part = _split(slot.argument, _scale(slot), squared)[large]
+        return part if large else f"CAST({part} AS {field.sql_type})"
+    return taken
+
+
 #: What a field takes of an input row (``analyzer.aggregates.Takes``), as SQL.
 _TAKEN: dict[Takes, Callable[[_Field, Slot], str]] = {
     Takes.ROW: lambda field, slot: "1",  # its guard says which rows count
     Takes.VALUE: lambda field, slot: f"CAST({_taken(slot.argument, slot.family)} AS {field.sql_type})",
     Takes.SQUARE: lambda field, slot: f"CAST({_squared(_taken(slot.argument, slot.family), slot)} AS {field.sql_type})",
-    Takes.SMALL_VALUE: lambda field, slot: f"CAST({_split(slot.argument, _scale(slot), False)[0]} AS {field.sql_type})",
-    Takes.LARGE_VALUE: lambda field, slot: _split(slot.argument, _scale(slot), False)[1],
-    Takes.SMALL_SQUARE: lambda field, slot: f"CAST({_split(slot.argument, _scale(slot), True)[0]} AS {field.sql_type})",
-    Takes.LARGE_SQUARE: lambda field, slot: _split(slot.argument, _scale(slot), True)[1],
+    Takes.SMALL_VALUE: _split_part(squared=False, large=False),
+    Takes.LARGE_VALUE: _split_part(squared=False, large=True),
+    Takes.SMALL_SQUARE: _split_part(squared=True, large=False),
+    Takes.LARGE_SQUARE: _split_part(squared=True, large=True),
     Takes.TEXT: lambda field, slot: f"CAST({slot.argument} AS STRING)",
     Takes.KEYED: _keyed,
     Takes.SKETCHED: lambda field, slot: _sketched(slot),

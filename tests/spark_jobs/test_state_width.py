@@ -175,20 +175,20 @@ def test_a_key_spark_types_otherwise_than_flink_keeps_sparks_key_and_writes_flin
 SPREADS_EXACT = "spreads-exact"
 
 
-def test_a_stddev_of_a_wide_decimal_recorded_exact_re_seeds_and_counts_values_its_squares_lost(spark, tmp_path) -> None:
-    """Upgrading stategate keeps a deployed STDDEV's state and ends a wrong result: the recorded
-    slots keep the squares of a DECIMAL(38, 18) at scale 36, where the square of a price of 25 does
-    not fit, so that window's STDDEV and VARIANCE came out 0. The restart with the same SQL
-    re-seeds them into slots that keep squares past the exact ones in DOUBLE: the carried count,
-    sum and squares go on, the price of 25 counts, and every window equals an uninterrupted run's."""
-    checkpoint, sql = recorded_checkpoint(SPREADS_EXACT, tmp_path)
+#: The bids both recorded spread checkpoints read before they were recorded (both windows open).
+_SPREAD_BIDS_BEFORE = ["2020-04-15 08:05:00,4.00,C,supplier1", "2020-04-15 08:06:00,2.00,A,supplier2",
+                       "2020-04-15 08:07:00,5.00,D,supplier1"]
+
+
+def _spreads_continued(spark, tmp_path: Path, recorded: str, supplier1_after: list[str]) -> list[tuple]:
+    """The rows of the recorded spread checkpoint ``recorded`` restarted by this release with the
+    same SQL, once supplier1's bids ``supplier1_after`` (08:08 and 08:09) and supplier2's arrive:
+    it re-seeds into ``Family.WIDE`` slots (``v``), and every window equals an uninterrupted run's."""
+    checkpoint, sql = recorded_checkpoint(recorded, tmp_path)
     source = tmp_path / "bids"
     source.mkdir()
-    before = ["2020-04-15 08:05:00,4.00,C,supplier1", "2020-04-15 08:06:00,2.00,A,supplier2",
-              "2020-04-15 08:07:00,5.00,D,supplier1"]
-    after = ["2020-04-15 08:08:00,3.00,B,supplier1", "2020-04-15 08:09:00,25.00,E,supplier1",
-             "2020-04-15 08:09:30,1.00,G,supplier2", "2020-04-15 08:17:00,6.00,F,supplier2"]
-    write_recorded(checkpoint, source / "1.csv", "".join(line + "\n" for line in before))
+    after = [*supplier1_after, "2020-04-15 08:09:30,1.00,G,supplier2", "2020-04-15 08:17:00,6.00,F,supplier2"]
+    write_recorded(checkpoint, source / "1.csv", "".join(line + "\n" for line in _SPREAD_BIDS_BEFORE))
     (source / "2.csv").write_text("".join(line + "\n" for line in after) + CLOSER)
 
     continued, result = collect_run(spark, sql, checkpoint, pipeline="Out")
@@ -196,8 +196,18 @@ def test_a_stddev_of_a_wide_decimal_recorded_exact_re_seeds_and_counts_values_it
     stage = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0]
     assert [s for s in stage["slots"]["plain"]["shapes"] if s.startswith(("STDDEV", "VARIANCE"))] == \
         ["STDDEV_POP:v18", "VARIANCE:v18"]
-    uninterrupted = collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
-    assert continued == uninterrupted
+    assert continued == collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
+    return continued
+
+
+def test_a_stddev_of_a_wide_decimal_recorded_exact_re_seeds_and_counts_values_its_squares_lost(spark, tmp_path) -> None:
+    """Upgrading stategate keeps a deployed STDDEV's state and ends a wrong result: the recorded
+    slots keep the squares of a DECIMAL(38, 18) at scale 36, where the square of a price of 25 does
+    not fit, so that window's STDDEV and VARIANCE came out 0. The restart with the same SQL
+    re-seeds them into slots that keep squares past the exact ones in DOUBLE: the carried count,
+    sum and squares go on, the price of 25 counts, and every window equals an uninterrupted run's."""
+    continued = _spreads_continued(spark, tmp_path, SPREADS_EXACT, ["2020-04-15 08:08:00,3.00,B,supplier1",
+                                                                    "2020-04-15 08:09:00,25.00,E,supplier1"])
     # 4, 5, 3 and 25: a mean of 9.25, squared distances summing to 332.75; 2 and 1; 6 alone.
     assert [row[2:] for row in continued] == [
         ("4", "9.120718173477350000", "110.916666666666670000"),
@@ -218,23 +228,9 @@ def test_a_stddev_whose_values_sum_past_their_decimal_re_seeds_and_is_computed_a
     5 * 10^19 and 6 * 10^19 overflow (that window's STDDEV came out NULL). The restart with the same
     SQL re-seeds them into slots that sum such values in DOUBLE, as Flink computes every STDDEV:
     the carried count, sum and squares go on, and every window equals an uninterrupted run's."""
-    checkpoint, sql = recorded_checkpoint(SPREADS_EXACT_SUM, tmp_path)
-    source = tmp_path / "bids"
-    source.mkdir()
-    before = ["2020-04-15 08:05:00,4.00,C,supplier1", "2020-04-15 08:06:00,2.00,A,supplier2",
-              "2020-04-15 08:07:00,5.00,D,supplier1"]
-    after = ["2020-04-15 08:08:00,60000000000000000000,B,supplier1",
-             "2020-04-15 08:09:00,50000000000000000000,E,supplier1",
-             "2020-04-15 08:09:30,1.00,G,supplier2", "2020-04-15 08:17:00,6.00,F,supplier2"]
-    write_recorded(checkpoint, source / "1.csv", "".join(line + "\n" for line in before))
-    (source / "2.csv").write_text("".join(line + "\n" for line in after) + CLOSER)
-
-    continued, result = collect_run(spark, sql, checkpoint, pipeline="Out")
-    assert result.report is not None and "stategate.layout.reseed" in {f.rule for f in result.report.findings}
-    stage = json.loads((checkpoint / "_stategate" / "signature.json").read_text())["pipelines"]["Out"]["stages"][0]
-    assert [s for s in stage["slots"]["plain"]["shapes"] if s.startswith(("STDDEV", "VARIANCE"))] == \
-        ["STDDEV_POP:v18", "VARIANCE:v18"]
-    assert continued == collect(spark, sql, tmp_path / "uninterrupted", pipeline="Out")
+    continued = _spreads_continued(spark, tmp_path, SPREADS_EXACT_SUM,
+                                   ["2020-04-15 08:08:00,60000000000000000000,B,supplier1",
+                                    "2020-04-15 08:09:00,50000000000000000000,E,supplier1"])
     # 4, 5, 6 * 10^19 and 5 * 10^19: a STDDEV of 2.77 * 10^19; their VAR_SAMP, 1.03 * 10^39, is past
     # a DECIMAL(38, 18), NULL as Flink's cast of it is. 2 and 1; 6 alone.
     spread = Decimal(continued[0][3])

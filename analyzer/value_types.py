@@ -140,12 +140,19 @@ def exact_type(model: JobModel, expr: exp.Expr) -> tuple[int, int] | None:
     declared DECIMAL(p, s) of a column or CAST, an integer type as the decimal Spark widens it to
     (an INT to DECIMAL(10, 0), a BIGINT to DECIMAL(20, 0)), a number literal's own digits;
     ``+``, ``-``, ``*``, ``/``, ROUND and TRUNCATE of those, a CASE, IF, COALESCE, GREATEST or
-    LEAST of them (their common type, NULLs aside), ABS or NULLIF of one (its own), and FLOOR or
-    CEIL of one (at scale 0) (:mod:`analyzer.decimals`). None otherwise."""
+    LEAST of them (their common type, NULLs aside), ABS or NULLIF of one (its own), FLOOR or
+    CEIL of one (at scale 0) (:mod:`analyzer.decimals`), and an aggregate's result of those (in 38
+    digits, as the engine writes it). None otherwise."""
     node = expr.unnest()
     if isinstance(node, exp.Literal) and node.is_number:
         return literal_digits(node)
-    kind = value_type(model, expr)
+    call = node.this if isinstance(node, exp.Filter) else node
+    result = _aggregate_result(model, call, None)
+    kind = value_type(model, expr) if result is None else result
+    if result is not None and kind.this == exp.DataType.Type.DECIMAL and len(kind.expressions) == 2:
+        # An aggregate's result, read by a cascade: the engine writes an exact one in 38 digits at
+        # Flink's scale (FIRST_VALUE's and LAST_VALUE's in their argument's type, in fewer).
+        return MAX_DIGITS, int(kind.expressions[1].name)
     if kind.this in exp.DataType.INTEGER_TYPES:
         return INTEGER_DIGITS.get(kind.this, MAX_DIGITS), 0
     if isinstance(node, exp.Neg):

@@ -221,13 +221,15 @@ FAMILIES = {
     # window's), a DECIMAL(38, 18)'s past 10^20; and scales past 19, whose squares no decimal holds
     # at twice the scale (the job refused to start: "Decimal scale (74) cannot be greater than
     # precision (38)"), a DECIMAL(19, 19)'s too. The sums of values past what their squares keep
-    # exactly are DOUBLEs too.
+    # exactly are DOUBLEs too. A DISTINCT one whose FILTER leaves a window none is NULL (the job
+    # stopped: "Division by zero").
     "wide_sums": (("STDDEV_POP(CAST({c} AS DECIMAL(38, 35)))",
                    "VAR_SAMP(CAST({c} AS DECIMAL(38, 20))) FILTER (WHERE qty > 40)",
                    "STDDEV_SAMP(DISTINCT CAST({c} AS DECIMAL(38, 35)))",
                    "VAR_POP(CAST(price * 100000000000000000 AS DECIMAL(38, 18)))",
                    "STDDEV_SAMP(DISTINCT CAST(price * 100000000000000000 AS DECIMAL(38, 18)))",
-                   "VAR_POP(CAST({c} / 1000.0 AS DECIMAL(19, 19)))"),
+                   "VAR_POP(CAST({c} / 1000.0 AS DECIMAL(19, 19)))",
+                   "VAR_SAMP(DISTINCT CAST({c} AS DECIMAL(38, 20))) FILTER (WHERE qty > 90)"),
                   "floating", ("price", "qty")),
     # SUM and AVG of DECIMALs of 38 digits, in DECIMAL(38, s) as Flink sums them: a DECIMAL(38, 36)'s
     # AVG keeps its 36 places (the job refused it as it started: its state kept 18), a
@@ -600,6 +602,19 @@ SHAPES = {
                   f"VAR_POP(qty) - AVG(qty) AS a3\nFROM TABLE({WINDOWS['hop']})\n"
                   "GROUP BY supplier_id, window_start, window_end",
     }, "double"),
+    # A window over DECIMAL results of 38 digits: the gate let SUM(m) through, and the job refused
+    # it as it started ("its state keeps 18 decimal places"): the analyzer did not type an
+    # aggregate's result read by a cascade; it keeps the scale the engine writes it at.
+    "wide_cascade": ({
+        "cascade": "CREATE TEMPORARY VIEW WideTumbled AS\nSELECT supplier_id, window_time, "
+                   "MAX(DISTINCT CAST(price / 1000.0 AS DECIMAL(38, 36))) AS m, AVG(CAST(price AS DECIMAL(38, 20))) AS a, "
+                   "SUM(CAST(price AS DECIMAL(38, 2)) * 1000000000000000000) FILTER (WHERE qty > 20) AS s\n"
+                   f"FROM TABLE({WINDOWS['tumble']})\nGROUP BY supplier_id, window_start, window_end, window_time;\n"
+                   "SELECT supplier_id, window_start, window_end,\n  SUM(m) AS a0, MAX(a) AS a1, "
+                   "SUM(s) FILTER (WHERE s > 0) AS a2, AVG(m) AS a3, MIN(a) FILTER (WHERE m > 0.1) AS a4\n"
+                   "FROM TABLE(HOP(TABLE WideTumbled, DESCRIPTOR(window_time), INTERVAL '10' MINUTES, INTERVAL '30' MINUTES))\n"
+                   "GROUP BY supplier_id, window_start, window_end",
+    }, "exact"),
 }
 #: Families over bids whose INTs reach their type's bounds now and then.
 EXTREMES = ("overflow", "downstream", "large_variance")

@@ -910,9 +910,9 @@ def _spread_state(slot: Slot) -> _Sums:
         return _Sums(_size(values), _total(values, value_type),
                      _total(f"transform({values}, x -> {_exact_square('x', scale)})", square_type))
     (small, large), (small_squares, large_squares) = (_split("x", scale, squared) for squared in (False, True))
-    exact = ("0BD", "0BD") if scale > 18 else (_total(f"transform({values}, x -> {small})", value_type),
-                                              _total(f"transform({values}, x -> {small_squares})", square_type))
-    return _Sums(_size(values), *exact, _total(f"transform({values}, x -> {large})", T.DoubleType()),
+    return _Sums(_size(values), _total(f"transform({values}, x -> {small})", value_type),
+                 _total(f"transform({values}, x -> {small_squares})", square_type),
+                 _total(f"transform({values}, x -> {large})", T.DoubleType()),
                  _total(f"transform({values}, x -> {large_squares})", T.DoubleType()))
 
 

@@ -162,9 +162,10 @@ class Shape:
 
     def fits_generic(self, pool: Pool) -> bool:
         """Whether a generic slot of ``pool`` has every field a slot of this shape has (an
-        integer's: those it keeps exact numbers in)."""
+        integer's: those it keeps exact numbers in), at the scale it keeps them in
+        (:data:`EXACT_SCALE`: the job would refuse a DECIMAL of more places as it started)."""
         shape = self.as_exact if self.family is Family.INTEGER else self
-        return all(f.generic for f in shape.fields(pool))
+        return all(f.generic for f in shape.fields(pool)) and (shape.scale or 0) <= EXACT_SCALE
 
 
 _GENERIC = "*"
@@ -252,7 +253,8 @@ class Slots:
                 unfit = ", ".join(i for i in added if i not in taken)
                 message += (f"; none of them fits {unfit}: a slot made for one aggregate takes only that "
                             "shape, and a generic slot no aggregate with fields generic slots lack "
-                            f"({', '.join(_SHAPED_ONLY)}) (free: {', '.join(str(self.shapes[s]) for s in free)})")
+                            f"({', '.join(_SHAPED_ONLY)}) or of a DECIMAL of more than {EXACT_SCALE} places "
+                            f"(free: {', '.join(str(self.shapes[s]) for s in free)})")
             raise NoRoom(message)
         reused = set(taken.values())
         assigned = tuple((i, kept[i] if i in kept else taken[i]) for i in shapes)

@@ -176,6 +176,20 @@ def test_a_change_that_does_not_fit_is_incompatible_before_deploy() -> None:
     assert compare_models(build(old), build(new)).verdict is Verdict.PARTIAL
 
 
+def test_a_decimal_of_more_places_than_a_generic_slot_keeps_is_incompatible_before_deploy() -> None:
+    """A generic headroom slot keeps exact values at 18 places: an added SUM or AVG of a DECIMAL of
+    more would have its values rounded, and the job refuses it as it starts. The gate says so
+    before the redeploy changes anything (it said PARTIAL, and the job then refused to start); one
+    of 18 places takes the free slot."""
+    old = job("SUM(price)")
+    report = judged(old, job("SUM(price), SUM(CAST(price AS DECIMAL(38, 20)))"), deployed(old))
+    assert report.verdict is Verdict.INCOMPATIBLE
+    finding = next(f for f in report.findings if f.rule == "stategate.layout.no-room")
+    assert "none of them fits SUM(CAST(Bid.price AS DECIMAL(38, 20)))" in finding.message
+    assert "a DECIMAL of more than 18 places (free: *, *)" in finding.message
+    assert judged(old, job("SUM(price), AVG(CAST(price AS DECIMAL(38, 18)))"), deployed(old)).verdict is Verdict.PARTIAL
+
+
 def test_a_distinct_aggregate_needs_a_distinct_slot() -> None:
     old = job("SUM(price)")
     new = job("SUM(price), COUNT(DISTINCT item)")

@@ -39,14 +39,15 @@ from benchmarks.flink_oracle import CLOSER, COLUMNS, NOT_HOP, TUMBLE_ONLY, bids,
 #: What a numeric aggregate takes: columns of each type, and expressions Flink and Spark type apart
 #: (a DECIMAL times an INT, divided by an integer literal, a CASE without ELSE, narrowing casts),
 #: and DECIMALs of 38 digits or of a scale past 18 (whose sums no window here takes past their type:
-#: Flink's overflows to NULL and starts again, ``docs/pages/sql.md``). A STDDEV or VARIANCE of a
-#: scale past 18 (``PAST_18``) is computed from sums in DOUBLE, Flink's from a running mean: its case
-#: is compared as ``floating``, to a relative 1e-9, as ``tests/data/flink/wide_sums.json`` is.
+#: Flink's overflows to NULL and starts again, ``docs/pages/sql.md``). A STDDEV or VARIANCE of those
+#: (``IN_DOUBLE``: a scale past 18, values past 10^(16 - s)) is computed from sums in DOUBLE, Flink's
+#: from a running mean: its case is compared as ``floating``, to a relative 1e-9, as
+#: ``tests/data/flink/wide_sums.json`` is.
 NUMBERS = ("price", "qty", "score", "price * qty", "qty + 1", "-qty", "price - 100", "price / 4", "ABS(price)",
            "COALESCE(qty, 0)", "CASE WHEN qty > 40 THEN price END", "CAST(qty AS BIGINT)", "CAST(qty AS SMALLINT)",
-           "CAST(price AS DOUBLE)", "CAST(score AS DECIMAL(12, 4))", "CAST(price AS DECIMAL(38, 2)) * 1000000000000000000",
-           *(PAST_18 := ("CAST(price AS DECIMAL(38, 20))", "CAST(price / 1000.0 AS DECIMAL(38, 36))",
-                         "CAST(price / 1000.0 AS DECIMAL(19, 19))")))
+           "CAST(price AS DOUBLE)", "CAST(score AS DECIMAL(12, 4))",
+           *(IN_DOUBLE := ("CAST(price AS DECIMAL(38, 2)) * 1000000000000000000", "CAST(price AS DECIMAL(38, 20))",
+                           "CAST(price / 1000.0 AS DECIMAL(38, 36))", "CAST(price / 1000.0 AS DECIMAL(19, 19))")))
 TEXTS = ("supplier_id", "UPPER(supplier_id)", "CAST(qty AS STRING)", "CAST(price AS STRING)",
          "CONCAT(supplier_id, '-', CAST(qty AS STRING))")
 #: (A time moved by an INT at its range's end is a year Python cannot hold: moved by at most 999 minutes.)
@@ -173,7 +174,7 @@ def draw_case(seed: int) -> tuple[str, dict[str, tuple[str, str]], list[str]]:
     shape = rng.choice(("aggregation", "aggregation", "aggregation", "cascade", "top-n", "join"))
     calls = list(dict.fromkeys(draw_call(rng, compare == "double", numeric=shape == "cascade")
                                for _ in range(rng.randint(3, 8))))
-    if compare == "double" and any(wide in call for call in calls for wide in PAST_18):
+    if compare == "double" and any(wide in call for call in calls for wide in IN_DOUBLE):
         compare = "floating"
     where = rng.choice(WHERES)
     outer = [rng.choice(OVER_RESULTS).format(f"a{i}", f"a{i}") for i in range(len(calls))]

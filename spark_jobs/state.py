@@ -617,16 +617,21 @@ def _squared(value: str, slot: Slot) -> str:
     return _square(value, slot.input_type, _scale(slot))
 
 
+#: The digits of the values :func:`_exact_square` squares: one operand is a DECIMAL(18, s), so a
+#: scale past them has no exact square at all.
+_SQUARED_DIGITS = 18
+
+
 def _exact_square(value: str, scale: int) -> str:
     """The square of an exact value of ``scale`` (as SQL), exactly: Spark multiplies a
     DECIMAL(19, s) by a DECIMAL(18, s) into a DECIMAL(38, 2s) without rounding. Only for values
     below :func:`_exact_below`: a larger one fails the job (Spark's ANSI cast)."""
-    return f"(CAST({value} AS decimal(19,{scale})) * CAST({value} AS decimal(18,{scale})))"
+    return f"(CAST({value} AS decimal({_SQUARED_DIGITS + 1},{scale})) * CAST({value} AS decimal({_SQUARED_DIGITS},{scale})))"
 
 
 def _exact_below(scale: int) -> str:
     """The bound of the values :func:`_exact_square` squares, as a SQL literal: 10^(18 - s)."""
-    return _power_of_ten(18 - scale)
+    return _power_of_ten(_SQUARED_DIGITS - scale)
 
 
 def _power_of_ten(exponent: int) -> str:
@@ -643,7 +648,7 @@ def _square(value: str, data_type: T.DataType, scale: int) -> str:
     if _squares_exactly(data_type):
         return _exact_square(value, scale)
     floating = f"CAST(CAST({value} AS DOUBLE) * CAST({value} AS DOUBLE) AS decimal({MAX_DIGITS},{squares_scale(scale)}))"
-    if scale > 18:  # no square is exact (a DECIMAL(19, 19)'s)
+    if scale > _SQUARED_DIGITS:  # no square is exact (a DECIMAL(19, 19)'s)
         return floating
     return f"CASE WHEN abs({value}) < {_exact_below(scale)} THEN {_exact_square(value, scale)} ELSE {floating} END"
 
@@ -657,7 +662,7 @@ def _split(value: str, scale: int, squared: bool) -> tuple[str, str]:
     large = f"CAST({value} AS DOUBLE)"
     if squared:
         large = f"{large} * {large}"
-    if scale > 18:
+    if scale > _SQUARED_DIGITS:
         return "0BD", large
     small = f"abs({value}) < {_power_of_ten(EXACT_SQUARE_DIGITS - scale)}"
     return (f"CASE WHEN {small} THEN {_exact_square(value, scale) if squared else value} ELSE 0BD END",
@@ -668,8 +673,8 @@ def _squares_exactly(data_type: T.DataType) -> bool:
     """Whether every value of an exact type is below :func:`_exact_below`: a DECIMAL(p, s)'s are
     below 10^(p - s), an integer type's below 2^(bits - 1) (an INT's, not a BIGINT's)."""
     if isinstance(data_type, T.DecimalType):
-        return data_type.precision <= 18
-    return 2 ** (_INTEGER_BITS.get(type(data_type), 64) - 1) <= 10 ** 18
+        return data_type.precision <= _SQUARED_DIGITS
+    return 2 ** (_INTEGER_BITS.get(type(data_type), 64) - 1) <= 10 ** _SQUARED_DIGITS
 
 
 #: No record has this event time: the instant after which :func:`_field` tags its guards.
@@ -980,7 +985,7 @@ def _exact_spread(sums: _Sums, scale: int, divisor: str) -> tuple[str, str] | No
     """Where a spread of result scale ``scale`` is computed exactly (as SQL), and how: where its
     sums are below what Spark multiplies and subtracts without rounding at that scale and none of
     its values was summed in DOUBLE. None past a scale of 18, where no square of the sum is exact."""
-    if scale > 18:
+    if scale > _SQUARED_DIGITS:
         return None
     wide = f"decimal(37,{2 * scale})"
     mean_square = f"{_exact_square(sums.total, scale)} / {sums.count}"

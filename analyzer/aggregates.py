@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from enum import Enum
-from typing import Mapping
+from typing import Iterable, Mapping
 
 from sqlglot import exp
 
@@ -547,6 +547,17 @@ FLINK_AGGREGATES = frozenset({
     "FIRST_VALUE", "LAST_VALUE", "LISTAGG", "COLLECT", "ARRAY_AGG", "JSON_OBJECTAGG", "JSON_ARRAYAGG",
     "APPROX_COUNT_DISTINCT",
 })
+
+
+def reduces_means(functions: Iterable[str]) -> bool:
+    """Whether Flink's planner computes the AVGs of an aggregation of ``functions`` as SUM / COUNT.
+    It does where the aggregation also has a STDDEV or VARIANCE (Calcite's
+    AggregateReduceFunctionsRule rewrites them all at once), and the SUM of a TINYINT, SMALLINT or
+    INT is of their type: such an AVG's sum then wraps past that type's range, where AVG's own
+    accumulator sums in a BIGINT (probed with PyFlink 2.3: of an INT's 91 and 2147483647 the AVG is
+    1073741869 alone, -1073741779 beside a VAR_POP of any column, with DISTINCT or FILTER, on every
+    window kind)."""
+    return any(AGGREGATES[f].result.spread for f in functions if f in AGGREGATES)
 
 
 def keeps_set(function: str, distinct: bool) -> bool:

@@ -93,7 +93,14 @@ def _aggregate_result(model: JobModel, node: exp.Expr, known: Mapping[str, exp.D
         argument = next(iter(argument.expressions), None)
     if argument is None or isinstance(argument, exp.Star):
         return function.result_type(None)
-    return function.result_type(value_type(model, argument, known))
+    kind = value_type(model, argument, known)
+    if kind.this == exp.DataType.Type.DECIMAL and len(kind.expressions) != 2:
+        # sqlglot types arithmetic of DECIMALs without digits (``price / 4``), where Flink's are
+        # certain (a DECIMAL(21, 13)): an AVG's or a STDDEV's scale is the argument's.
+        exact = exact_type(model, argument)
+        if exact is not None:
+            kind = exp.DataType.build(f"DECIMAL({exact[0]}, {exact[1]})")
+    return function.result_type(kind)
 
 
 @lru_cache(maxsize=1024)
@@ -176,8 +183,6 @@ def exact_type(model: JobModel, expr: exp.Expr) -> tuple[int, int] | None:
     if kind.this == exp.DataType.Type.DECIMAL and len(kind.expressions) == 2 and isinstance(node, (exp.Column, exp.Cast)):
         return int(kind.expressions[0].name), int(kind.expressions[1].name)
     return None
-
-
 
 
 #: The bits of each integer type Flink and Spark share (Java's byte, short, int and long).

@@ -31,7 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 from sqlglot import exp
 
-from stategate.analyzer.aggregates import AGGREGATES, keeps_set, state_of
+from stategate.analyzer.aggregates import AGGREGATES, Result, keeps_set, reduces_means, state_of
 from stategate.analyzer.errors import SQLModelError
 from stategate.analyzer.layout import JobLayout, StageLayout, value_of
 from stategate.analyzer.model import (RANK_MARKER, WINDOW_FIELDS, Aggregate, IntervalJoin, JobModel, OrderKey, Output,
@@ -218,8 +218,10 @@ def _compile_stage(spark: SparkSession, model: JobModel, aggregate: WindowAggreg
     else:
         columns.append(F.expr(f"0 AS {state.GROUPING_SET}"))
     keyed = projected = rows.select(*columns)
+    reduced = reduces_means(agg.function for agg in aggregate.aggregates)
     slots = [replace(_slot(agg, layout, value, flt, projected), key=key,
-                     never_null=bool(agg.args) and never_null(agg.args[0].expr, model.tables))
+                     never_null=bool(agg.args) and never_null(agg.args[0].expr, model.tables),
+                     reduced_mean=reduced and AGGREGATES[agg.function].result is Result.MEAN)
              for agg, value, flt, key in inputs]
     if sets is not None:
         keyed = state.explode_grouping_sets(projected, keys, sets, [c for c in projected.columns if c not in keys])

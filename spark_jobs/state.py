@@ -135,6 +135,9 @@ class Slot:
     counts_rows: bool = False  # a COUNT(*) whose count is the row count (``StageLayout.counted``)
     ordered_arrivals: bool = True  # its layout's ``StageLayout.ordered_arrivals``
     never_null: bool = False  # its argument is NOT NULL as Flink types it (``analyzer.nullability``)
+    #: An AVG whose sum Flink keeps in its argument's type: that of a TINYINT, SMALLINT or INT wraps
+    #: at its range (``analyzer.aggregates.reduces_means``).
+    reduced_mean: bool = False
 
     @property
     def function(self) -> str:
@@ -884,13 +887,18 @@ def _once(value: str, name: str, body: str) -> str:
 class _Sums:
     """What a STDDEV or VARIANCE is computed from, each as SQL: the count, the sum and the sum of
     squares of its values, and (``Family.WIDE``) the sum and the sum of squares of those past what
-    the exact ones hold, in DOUBLE (None where it keeps none)."""
+    the exact ones hold, in DOUBLE (None where it keeps none). Where the values themselves are at
+    hand (a DISTINCT set), ``deviations`` is their ``Σ(x − mean)²`` in DOUBLE by Welford's running
+    mean, as Flink computes it: it stands for the spread wherever the sums would be taken in DOUBLE,
+    whose ``Σx² − (Σx)² / n`` loses what a spread small beside its mean keeps (of values near 0.3
+    spread by 1.4e-5, its 9th digit)."""
 
     count: str
     total: str
     squares: str
     large_total: str | None = None
     large_squares: str | None = None
+    deviations: str | None = None
 
 
 #: Which of :class:`_Sums` each way a spread's field takes a row fills.
@@ -905,20 +913,32 @@ def _spread_state(slot: Slot) -> _Sums:
     if not slot.keeps_set:
         return _Sums(**{_SUMMED[fill.takes]: quoted(name) for name, fill in slot_fields(slot)})
     field = quoted(f"dv{slot.index}")  # no value: every sum is NULL, as an empty slot's fields are
+    doubles = f"CAST({field} AS array<double>)"
+    deviations = _welford(doubles)
     if slot.family is Family.FLOATING:
-        values = f"CAST({field} AS array<double>)"
-        return _Sums(_size(values), _total(values, T.DoubleType()), _total(f"transform({values}, x -> x * x)", T.DoubleType()))
+        return _Sums(_size(doubles), _total(doubles, T.DoubleType()),
+                     _total(f"transform({doubles}, x -> x * x)", T.DoubleType()), deviations=deviations)
     scale = _scale(slot)
     value_type, square_type = T.DecimalType(MAX_DIGITS, scale), T.DecimalType(MAX_DIGITS, squares_scale(scale))
     values = f"CAST({field} AS {T.ArrayType(value_type).simpleString()})"
     if _squares_exactly(slot.input_type):
         return _Sums(_size(values), _total(values, value_type),
-                     _total(f"transform({values}, x -> {_exact_square('x', scale)})", square_type))
+                     _total(f"transform({values}, x -> {_exact_square('x', scale)})", square_type),
+                     deviations=deviations)
     (small, large), (small_squares, large_squares) = (_split("x", scale, squared) for squared in (False, True))
     return _Sums(_size(values), _total(f"transform({values}, x -> {small})", value_type),
                  _total(f"transform({values}, x -> {small_squares})", square_type),
                  _total(f"transform({values}, x -> {large})", T.DoubleType()),
-                 _total(f"transform({values}, x -> {large_squares})", T.DoubleType()))
+                 _total(f"transform({values}, x -> {large_squares})", T.DoubleType()), deviations)
+
+
+def _welford(values: str) -> str:
+    """``Σ(x − mean)²`` of a list of DOUBLEs (as SQL) by Welford's running mean, as Flink's
+    WELFORD_M2 adds each value: ``mean += (x − mean) / n``, ``m2 += (x − old mean) · (x − mean)``;
+    NULL for an empty list, as the sums of one are."""
+    mean = "(a.m + (x - a.m) / (a.n + 1))"
+    return (f"aggregate({values}, named_struct('n', 0L, 'm', 0D, 'q', 0D), (a, x) -> named_struct("
+            f"'n', a.n + 1, 'm', {mean}, 'q', a.q + (x - a.m) * (x - {mean})), a -> CASE WHEN a.n > 0 THEN a.q END)")
 
 
 def _size(values: str) -> str:
@@ -958,7 +978,8 @@ def _spread(slot: Slot, sums: _Sums) -> str:
     divisor = f"({count} - 1)" if slot.result.sample else count
     divisor = f"CASE WHEN {divisor} != 0 THEN {divisor} END"
     if slot.family is Family.FLOATING:
-        spread = _floating_spread(count, sums.total, sums.squares, not isinstance(slot.input_type, T.IntegralType))
+        spread = sums.deviations or \
+            _floating_spread(count, sums.total, sums.squares, not isinstance(slot.input_type, T.IntegralType))
         variance = f"{spread} / {divisor}"
         if slot.result.root:
             variance = f"pow({variance}, 0.5D)"
@@ -972,7 +993,7 @@ def _spread(slot: Slot, sums: _Sums) -> str:
         total = f"({total} + coalesce({sums.large_total}, 0D))"
     if sums.large_squares is not None:
         squares = f"({squares} + coalesce({sums.large_squares}, 0D))"
-    floating = f"{_floating_spread(count, total, squares, True)} / {divisor}"
+    floating = f"{sums.deviations or _floating_spread(count, total, squares, True)} / {divisor}"
     exact = _exact_spread(sums, scale, divisor)
     if slot.result.root:
         chosen = floating if exact is None else f"CASE WHEN {exact[0]} THEN CAST({exact[1]} AS DOUBLE) ELSE {floating} END"
@@ -1063,9 +1084,14 @@ def _cast(value: str, slot: Slot) -> str:
 
 
 def _mean(total: str, count: str, slot: Slot) -> str:
-    """AVG as Flink's: of integers, its long sum DIV its count; of other numbers, the quotient."""
-    if isinstance(slot.input_type, T.IntegralType):
-        return _cast(_quotient(_long_sum(total, slot), count), slot)
+    """AVG as Flink's: of integers, its long sum (wrapped to their own type where Flink reduces
+    the AVG to SUM / COUNT: :attr:`Slot.reduced_mean`) DIV its count; of other numbers, the quotient."""
+    data_type = slot.input_type
+    if isinstance(data_type, T.IntegralType):
+        total = _long_sum(total, slot)
+        if slot.reduced_mean and not isinstance(data_type, T.LongType):
+            total = wrapped(total, _INTEGER_BITS[type(data_type)])
+        return _cast(_quotient(total, count), slot)
     return _cast(f"({total}) / {count}", slot)
 
 

@@ -126,7 +126,8 @@ def assert_equals_flink(fixture: dict[str, Any], rows: dict[str, list], kinds: l
         ours = {tuple(map(text, row[:3])): [text(v) for v in row[3:]] for row in rows[pipeline]}
         assert len(ours) == len(rows[pipeline]), f"{kind}: each window once"
         flink = {tuple(row[:3]): row[3:] for row in fixture["rows"][kind]}
-        assert set(ours) == set(flink), f"{kind}: the same windows"
+        assert set(ours) == set(flink), f"{kind}: the same windows (only stategate's: " \
+            f"{sorted(set(ours) - set(flink))[:3]}; only Flink's: {sorted(set(flink) - set(ours))[:3]})"
         for window, values in flink.items():
             differ = [(i, a, b) for i, (a, b) in enumerate(zip(ours[window], values))
                       if not same(a, b, fixture["compare"])]

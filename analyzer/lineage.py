@@ -486,7 +486,7 @@ class _SelectResolver:
         window, keys, grouping_sets = self._grouping(scope, base)
         key_texts = {k.value.key for k in keys}
         aggregates, outputs, columns = self._select_list(scope, window, key_texts)
-        having, read = self._having(scope, window, key_texts)
+        having, read = self._having(scope, window, key_texts, {a.identity: a for a in aggregates})
         aggregates += tuple(a for a in read if a.identity not in {b.identity for b in aggregates})
         source = base.aggregate if base.aggregate is not None else base.source
         if source is None:
@@ -540,33 +540,33 @@ class _SelectResolver:
     def _select_list(self, scope: Scope, window: Window | None, key_texts: set[str]
                      ) -> tuple[tuple[Aggregate, ...], tuple[Output, ...], dict[str, exp.Expr]]:
         """The SELECT list over the groups: its aggregates (each identity once, in the order first
-        written), its outputs and each output's resolved expression by name."""
+        written), its outputs and each output's resolved expression by name, in which every
+        aggregate reads as its identity was first written (:func:`_respelled`)."""
         aux = self._auxiliary(window)
         aggregates: dict[str, Aggregate] = {}
         outputs: list[Output] = []
         columns: dict[str, exp.Expr] = {}
         for name, written in self._select_items(scope):
             node = written.unalias() if isinstance(written, exp.Alias) else written
-            resolved = scope.resolve(node, aux)
-            for agg in self._aggregates_in(scope, node, aux, key_texts):
-                aggregates.setdefault(agg.identity, agg)
+            resolved = _respelled(scope.resolve(node, aux), self._aggregates_in(scope, node, aux, key_texts), aggregates)
             columns[name] = resolved
             outputs.append(Output(name, Resolved.of(resolved, written), _role(resolved, key_texts)))
         return tuple(aggregates.values()), tuple(outputs), columns
 
-    def _having(self, scope: Scope, window: Window | None, key_texts: set[str]
+    def _having(self, scope: Scope, window: Window | None, key_texts: set[str], selected: dict[str, Aggregate]
                 ) -> tuple[tuple[Resolved, ...], list[Aggregate]]:
-        """The HAVING's conditions on each group's results (its conjuncts), and the aggregates they
-        read: those the SELECT list does not show are kept in state too."""
+        """The HAVING's conditions on each group's results (its conjuncts), each aggregate in them
+        spelled as the SELECT list (``selected``, by identity) or the HAVING first wrote it, and
+        the aggregates they read: those the SELECT list does not show are kept in state too."""
         having = self.select.args.get("having")
         if having is None:
             return (), []
         aux = self._auxiliary(window)
-        conditions, read = [], []
+        conditions, read = [], dict(selected)
         for conjunct in conjuncts(having.this):
-            read += self._aggregates_in(scope, conjunct, aux, key_texts)
-            conditions.append(Resolved.of(scope.resolve(conjunct, aux), conjunct))
-        return tuple(conditions), list({a.identity: a for a in read}.values())
+            resolved = _respelled(scope.resolve(conjunct, aux), self._aggregates_in(scope, conjunct, aux, key_texts), read)
+            conditions.append(Resolved.of(resolved, conjunct))
+        return tuple(conditions), [a for identity, a in read.items() if identity not in selected]
 
     def _group_window(self, scope: Scope, base: Relation, node: GroupWindow) -> Window:
         kind = node.args["kind"].name
@@ -661,6 +661,30 @@ class _SelectResolver:
             modifiers=(_modifiers(scope.resolve(named, aux), named is not agg) if _has_modifiers(named) else "")
             + _null_clause(function, agg),
         )
+
+
+def _respelled(resolved: exp.Expr, found: list[Aggregate], first: dict[str, Aggregate]) -> exp.Expr:
+    """``resolved`` with each of its aggregates (``found``) spelled as its identity was first
+    written (``first``, by identity, which the new ones join): two spellings of one aggregate
+    (``COUNT(*)`` and ``COUNT(1)``, ``ARRAY_AGG(x)`` and ``ARRAY_AGG(x) RESPECT NULLS``) are one
+    state, whose result the engine finds by the first one's expression (the job stopped as it
+    started on the other: "`a0` RESPECT NULLS" is no SQL)."""
+    spellings = {}
+    for aggregate in found:
+        kept = first.setdefault(aggregate.identity, aggregate)
+        if kept.expr_key != aggregate.expr_key:
+            spellings[aggregate.expr_key] = kept.expr
+    if not spellings:
+        return resolved
+
+    def respell(node: exp.Expr) -> exp.Expr:
+        if isinstance(node, (exp.AggFunc, exp.Anonymous, exp.Filter, *_MODIFIERS)):
+            spelled = spellings.get(sql_key(node))
+            if spelled is not None:
+                return spelled.copy()
+        return node
+
+    return resolved.transform(respell)
 
 
 def _at(error: SQLModelError, place: exp.Expr, clause: exp.Expr) -> SQLModelError:

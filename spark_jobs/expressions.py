@@ -74,6 +74,10 @@ def translated(expr: exp.Expr, columns: Mapping[str, str], typing: Typing | None
                                 clause=expr.sql(dialect="flink"))
         if isinstance(node, exp.Literal) and node.is_int and isinstance(node.parent, _ARITHMETIC):
             return exp.cast(node.copy(), _literal_type(node))
+        if isinstance(node, exp.Bracket) and len(node.expressions) == 1:
+            # Flink counts an array's elements from 1, where Spark's [] counts from 0, and reads a
+            # map by its key: Spark's element_at does both, NULL where there is none, as Flink's.
+            return exp.Anonymous(this="try_element_at", expressions=[rewritten(node.this), rewritten(node.expressions[0])])
         if typing is not None:
             found = _past_range(node, typing, rewritten) or _as_text(node, typing, rewritten) \
                 or (None if state_key else _in_flink_type(node, typing, rewritten)) \

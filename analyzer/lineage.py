@@ -487,7 +487,7 @@ class _SelectResolver:
         key_texts = {k.value.key for k in keys}
         aggregates, outputs, columns = self._select_list(scope, window, key_texts)
         having, read = self._having(scope, window, key_texts, {a.identity: a for a in aggregates})
-        aggregates += tuple(a for a in read if a.identity not in {b.identity for b in aggregates})
+        aggregates += tuple(read)
         source = base.aggregate if base.aggregate is not None else base.source
         if source is None:
             raise SQLModelError("a window aggregation that reads no table", clause=self.select.sql(dialect="flink")[:80])

@@ -672,7 +672,7 @@ def _respelled(resolved: exp.Expr, found: list[Aggregate], first: dict[str, Aggr
     spellings = {}
     for aggregate in found:
         kept = first.setdefault(aggregate.identity, aggregate)
-        if kept.expr_key != aggregate.expr_key:
+        if kept is not aggregate and kept.expr_key != aggregate.expr_key:
             spellings[aggregate.expr_key] = kept.expr
     if not spellings:
         return resolved

@@ -1077,10 +1077,17 @@ def _cast(value: str, slot: Slot) -> str:
         scale = max(data_type.scale, 6) if slot.result is Result.MEAN else data_type.scale
         return f"CAST({value} AS decimal(38,{scale}))"
     if slot.result is Result.SUM and isinstance(data_type, T.IntegralType):
-        value = _long_sum(value, slot)
-        if not isinstance(data_type, T.LongType):
-            value = wrapped(value, _INTEGER_BITS[type(data_type)])
+        value = _own_type_sum(value, slot)
     return _as(value, data_type)
+
+
+def _own_type_sum(total: str, slot: Slot) -> str:
+    """An integer sum (as SQL) as Flink keeps it in its argument's type: a long's as :func:`_long_sum`
+    gives it, a TINYINT's, SMALLINT's or INT's wrapped past that type's range."""
+    total = _long_sum(total, slot)
+    if isinstance(slot.input_type, T.LongType):
+        return total
+    return wrapped(total, _INTEGER_BITS[type(slot.input_type)])
 
 
 def _mean(total: str, count: str, slot: Slot) -> str:
@@ -1088,9 +1095,7 @@ def _mean(total: str, count: str, slot: Slot) -> str:
     the AVG to SUM / COUNT: :attr:`Slot.reduced_mean`) DIV its count; of other numbers, the quotient."""
     data_type = slot.input_type
     if isinstance(data_type, T.IntegralType):
-        total = _long_sum(total, slot)
-        if slot.reduced_mean and not isinstance(data_type, T.LongType):
-            total = wrapped(total, _INTEGER_BITS[type(data_type)])
+        total = _own_type_sum(total, slot) if slot.reduced_mean else _long_sum(total, slot)
         return _cast(_quotient(total, count), slot)
     return _cast(f"({total}) / {count}", slot)
 
